@@ -1,0 +1,140 @@
+//! Classification: a report in, a class out, decided by data-driven rules.
+//!
+//! ```
+//! use backstop_core::classify::{classify, RuleSet};
+//! use backstop_core::{Class, Report};
+//!
+//! let rules = RuleSet::builtin();
+//! let report = Report::from_json(r#"{"http_status": 429, "headers": {"Retry-After": "2"}}"#).unwrap();
+//! let now = "2026-01-01T00:00:00Z".parse().unwrap();
+//! let result = classify(&rules, &report, now);
+//! assert_eq!(result.class, Class::RateLimited);
+//! assert_eq!(result.retry_after_ms, Some(2000));
+//! ```
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | `field` | the report fields rules test, and their strength as evidence |
+//! | `matcher` | the matcher forms of a rule's `when` |
+//! | `rules` | rule files: parsing, compiling, the built-in rules |
+//! | `evaluate` | which rules match a report, and which of them decides |
+//! | `hints` | retry hints read from headers |
+//! | `schema` | output checked against its JSON Schema |
+//! | `lint` | the checks `backstop rules check` adds: shadowed rules |
+
+mod evaluate;
+pub mod field;
+mod hints;
+pub mod lint;
+pub mod matcher;
+pub mod rules;
+mod schema;
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+pub use self::hints::retry_hint;
+pub use self::rules::{DEFAULT_RULES, Rule, RuleSet, parse_rules};
+use crate::class::Class;
+use crate::report::Report;
+
+/// Only this many bytes of a message are read, so a 10 MB traceback costs what a short one does.
+pub const TEXT_CAP: usize = 4096;
+
+/// What backstop concluded about one failed call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Classification {
+    /// The failure class.
+    pub class: Class,
+    /// Whether the same call may be retried as it is.
+    pub retryable: bool,
+    /// Whether trying another tool is legitimate.
+    pub fallback_allowed: bool,
+    /// The id of the rule that decided; `None` when unclassified.
+    pub rule: Option<String>,
+    /// What the decision rests on: matched fields, hint notes, schema failures.
+    pub evidence: Vec<Evidence>,
+    /// How long the server asked the caller to wait, never shortened.
+    pub retry_after_ms: Option<u64>,
+    /// Why, in words; always present, and the whole story when unclassified.
+    pub reason: String,
+}
+
+/// One piece of evidence: a report field, its value, and the rule or note it bears on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// A path into the report (`http_status`, `headers.retry-after`, `output/items/1`).
+    pub field: String,
+    /// The field's value as text (shortened when long).
+    pub value: String,
+    /// The rule that used this field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+    /// What was made of it, when not a rule match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl Evidence {
+    /// A field a rule matched.
+    pub fn matched(field: impl Into<String>, value: impl Into<String>, rule: &str) -> Self {
+        Self {
+            field: field.into(),
+            value: value.into(),
+            rule: Some(rule.to_owned()),
+            note: None,
+        }
+    }
+
+    /// A field and what was made of it.
+    pub fn note(
+        field: impl Into<String>,
+        value: impl Into<String>,
+        note: impl Into<String>,
+    ) -> Self {
+        Self {
+            field: field.into(),
+            value: value.into(),
+            rule: None,
+            note: Some(note.into()),
+        }
+    }
+}
+
+/// Classifies a report with a rule set, at time `now` (for HTTP-date retry hints).
+///
+/// Deterministic: the same rules, report and `now` always give the same classification.
+pub fn classify(rules: &RuleSet, report: &Report, now: Timestamp) -> Classification {
+    let mut extra_evidence = Vec::new();
+    let schema_valid = match (&report.output, &report.schema) {
+        (Some(output), Some(schema)) => schema::check(output, schema).map(|(valid, found)| {
+            extra_evidence.extend(found);
+            valid
+        }),
+        _ => None,
+    };
+    let (retry_after_ms, hint_notes) = hints::retry_hint(&report.headers, now);
+    extra_evidence.extend(hint_notes);
+    let mut result = evaluate::decide(rules, report, schema_valid);
+    result.evidence.extend(extra_evidence);
+    result.retry_after_ms = retry_after_ms;
+    result
+}
+
+/// The first [`TEXT_CAP`] bytes of a text, cut at a character boundary.
+pub fn capped(text: &str) -> &str {
+    &text[..text.floor_char_boundary(TEXT_CAP)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capped_cuts_at_a_char_boundary() {
+        let long = "é".repeat(TEXT_CAP);
+        let cut = capped(&long);
+        assert!(cut.len() <= TEXT_CAP && cut.len() >= TEXT_CAP - 1);
+        assert_eq!(capped("short"), "short");
+    }
+}

@@ -1,0 +1,643 @@
+//! Rule files: parsing a TOML rule file into rules, every issue listed with its path.
+
+use std::collections::HashMap;
+
+use regex::RegexSet;
+use toml::Value;
+
+use super::field::{Field, FieldSet};
+use super::matcher::{
+    HeaderMatch, NumberMatch, TextMatch, compile_regex, parse_grpc, parse_signal, string_list,
+    unknown_key, wrong_form,
+};
+use crate::class::Class;
+use crate::issue::{Issue, join_path};
+use crate::report::SideEffectState;
+
+/// The built-in rules, embedded from `rules/default.toml`.
+pub const DEFAULT_RULES: &str = include_str!("../../../../rules/default.toml");
+
+/// The keys a rule may have.
+const RULE_KEYS: &str = "id, class, reason, retryable, fallback_allowed, when";
+
+/// One rule: when every condition holds, it names a class or adjusts what the class allows.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// Unique within its file.
+    pub id: String,
+    /// The class it names; `None` for a hint rule.
+    pub class: Option<Class>,
+    /// Why, in words, shown in the result.
+    pub reason: Option<String>,
+    /// An override of the class's default.
+    pub retryable: Option<bool>,
+    /// An override of the class's default.
+    pub fallback_allowed: Option<bool>,
+    /// The conditions, all of which must hold.
+    pub when: Conditions,
+    /// Which file it came from (`default` or a path), for messages.
+    pub origin: String,
+}
+
+/// A rule's conditions, one optional matcher per report field.
+#[derive(Debug, Clone, Default)]
+pub struct Conditions {
+    /// `http_status`.
+    pub http_status: Option<NumberMatch>,
+    /// `exit_code`.
+    pub exit_code: Option<NumberMatch>,
+    /// `elapsed_ms`.
+    pub elapsed_ms: Option<NumberMatch>,
+    /// `grpc_code`, canonical names.
+    pub grpc_code: Option<Vec<&'static str>>,
+    /// `signal`, canonical names.
+    pub signal: Option<Vec<String>>,
+    /// `errno`.
+    pub errno: Option<TextMatch>,
+    /// `sqlstate`.
+    pub sqlstate: Option<TextMatch>,
+    /// `error_code`.
+    pub error_code: Option<TextMatch>,
+    /// `tool`.
+    pub tool: Option<TextMatch>,
+    /// `operation`.
+    pub operation: Option<TextMatch>,
+    /// `exception`: bare or qualified names (lower-cased), or a regex.
+    pub exception: Option<TextMatch>,
+    /// `message`: the regex sources, joined into one alternation when compiled.
+    pub message: Option<Vec<String>>,
+    /// `headers`: lower-cased name and matcher.
+    pub headers: Vec<(String, HeaderMatch)>,
+    /// `side_effects`.
+    pub side_effects: Option<SideEffectState>,
+    /// `schema_valid`.
+    pub schema_valid: Option<bool>,
+}
+
+impl Conditions {
+    /// The fields these conditions test.
+    pub fn fields(&self) -> FieldSet {
+        let mut set = FieldSet::EMPTY;
+        let flags = [
+            (Field::HttpStatus, self.http_status.is_some()),
+            (Field::ExitCode, self.exit_code.is_some()),
+            (Field::ElapsedMs, self.elapsed_ms.is_some()),
+            (Field::GrpcCode, self.grpc_code.is_some()),
+            (Field::Signal, self.signal.is_some()),
+            (Field::Errno, self.errno.is_some()),
+            (Field::Sqlstate, self.sqlstate.is_some()),
+            (Field::ErrorCode, self.error_code.is_some()),
+            (Field::Tool, self.tool.is_some()),
+            (Field::Operation, self.operation.is_some()),
+            (Field::Exception, self.exception.is_some()),
+            (Field::Message, self.message.is_some()),
+            (Field::Headers, !self.headers.is_empty()),
+            (Field::SideEffects, self.side_effects.is_some()),
+            (Field::SchemaValid, self.schema_valid.is_some()),
+        ];
+        for (field, on) in flags {
+            if on {
+                set.insert(field);
+            }
+        }
+        set
+    }
+
+    /// The single regex a `message` condition compiles to.
+    pub fn message_pattern(&self) -> Option<String> {
+        self.message.as_ref().map(|patterns| {
+            if patterns.len() == 1 {
+                patterns[0].clone()
+            } else {
+                patterns
+                    .iter()
+                    .map(|p| format!("(?:{p})"))
+                    .collect::<Vec<_>>()
+                    .join("|")
+            }
+        })
+    }
+}
+
+/// An ordered, compiled set of rules, ready to classify with.
+#[derive(Debug, Clone)]
+pub struct RuleSet {
+    pub(super) rules: Vec<CompiledRule>,
+    /// Every `message` pattern in one set, so a message is read once for all rules.
+    pub(super) messages: RegexSet,
+}
+
+/// A rule with what evaluation needs precomputed.
+#[derive(Debug, Clone)]
+pub(super) struct CompiledRule {
+    pub rule: Rule,
+    /// Every field the rule tests.
+    pub fields: FieldSet,
+    /// The fields the report must have for the rule to match.
+    pub required: FieldSet,
+    /// The fields of the rule's strongest level.
+    pub level_fields: FieldSet,
+    /// The rule's strength: the level of its strongest field (1 is strongest).
+    pub level: u8,
+    /// Its pattern's index in [`RuleSet::messages`].
+    pub message_index: Option<usize>,
+}
+
+impl RuleSet {
+    /// The built-in rules alone.
+    pub fn builtin() -> RuleSet {
+        RuleSet::load(&[]).expect("the built-in rules are checked by tests")
+    }
+
+    /// User rule files (`(origin, text)`, in order) in front of the built-in rules.
+    ///
+    /// # Errors
+    /// Every issue in every file; each issue's path starts with the file's origin.
+    pub fn load(user_files: &[(&str, &str)]) -> Result<RuleSet, Vec<Issue>> {
+        let mut rules = Vec::new();
+        let mut issues = Vec::new();
+        for (origin, text) in user_files
+            .iter()
+            .copied()
+            .chain([("default", DEFAULT_RULES)])
+        {
+            match parse_rules(text, origin) {
+                Ok(mut parsed) => rules.append(&mut parsed),
+                Err(found) => issues.extend(found.into_iter().map(|mut issue| {
+                    issue.path = format!("{origin}:{}", issue.path);
+                    issue
+                })),
+            }
+        }
+        if issues.is_empty() {
+            RuleSet::compile(rules)
+        } else {
+            Err(issues)
+        }
+    }
+
+    /// Compiles parsed rules, in the order given.
+    ///
+    /// # Errors
+    /// A `message` pattern set too large to compile.
+    pub fn compile(rules: Vec<Rule>) -> Result<RuleSet, Vec<Issue>> {
+        let mut patterns = Vec::new();
+        let compiled = rules
+            .into_iter()
+            .map(|rule| {
+                let fields = rule.when.fields();
+                let level = fields.strongest_level().unwrap_or(Field::WEAKEST_LEVEL);
+                let message_index = rule.when.message_pattern().map(|p| {
+                    patterns.push(p);
+                    patterns.len() - 1
+                });
+                let mut required = fields;
+                // Header and output conditions read the report directly: a header rule may
+                // ask for a header's absence.
+                required.remove(Field::Headers);
+                CompiledRule {
+                    level_fields: fields.at_level(level),
+                    fields,
+                    required,
+                    level,
+                    message_index,
+                    rule,
+                }
+            })
+            .collect();
+        let messages = regex::RegexSetBuilder::new(&patterns)
+            .case_insensitive(true)
+            .size_limit(64 << 20)
+            .dfa_size_limit(64 << 20)
+            .build()
+            .map_err(|e| {
+                vec![Issue::new(
+                    "",
+                    "bad_regex",
+                    format!("message patterns: {e}"),
+                )]
+            })?;
+        Ok(RuleSet {
+            rules: compiled,
+            messages,
+        })
+    }
+
+    /// The rules, in the order they are considered.
+    pub fn rules(&self) -> impl Iterator<Item = &Rule> {
+        self.rules.iter().map(|c| &c.rule)
+    }
+
+    /// How many rules there are.
+    pub fn len(&self) -> usize {
+        self.rules.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+}
+
+/// Parses one rule file.
+///
+/// # Errors
+/// Every issue found, each with its path (`rules[3].when.message`): TOML syntax, unknown keys,
+/// unknown classes or fields, wrong types, bad regexes, duplicate ids, forbidden overrides.
+pub fn parse_rules(text: &str, origin: &str) -> Result<Vec<Rule>, Vec<Issue>> {
+    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+        vec![Issue::new(
+            "",
+            "bad_toml",
+            e.to_string().trim_end().to_owned(),
+        )]
+    })?;
+    let mut issues = Vec::new();
+    for key in table.keys().filter(|k| k.as_str() != "rules") {
+        issues.push(unknown_key("", key, "rules"));
+    }
+    let entries = match table.get("rules") {
+        None => &Vec::new(),
+        Some(Value::Array(entries)) => entries,
+        Some(_) => {
+            issues.push(wrong_form("rules", "an array of tables ([[rules]])"));
+            return Err(issues);
+        }
+    };
+    let mut rules = Vec::new();
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for (i, entry) in entries.iter().enumerate() {
+        let path = format!("rules[{i}]");
+        let Value::Table(entry) = entry else {
+            issues.push(wrong_form(&path, "a table"));
+            continue;
+        };
+        if let Some(rule) = parse_rule(entry, &path, origin, &mut issues) {
+            if let Some(first) = seen.insert(rule.id.clone(), i) {
+                issues.push(Issue::new(
+                    join_path(&path, "id"),
+                    "duplicate_id",
+                    format!("`{}` is already the id of rules[{first}]", rule.id),
+                ));
+            }
+            rules.push(rule);
+        }
+    }
+    if issues.is_empty() {
+        Ok(rules)
+    } else {
+        Err(issues)
+    }
+}
+
+fn parse_rule(
+    entry: &toml::Table,
+    path: &str,
+    origin: &str,
+    issues: &mut Vec<Issue>,
+) -> Option<Rule> {
+    let before = issues.len();
+    for key in entry.keys() {
+        if ![
+            "id",
+            "class",
+            "reason",
+            "retryable",
+            "fallback_allowed",
+            "when",
+        ]
+        .contains(&key.as_str())
+        {
+            issues.push(unknown_key(path, key, RULE_KEYS));
+        }
+    }
+    let id = match entry.get("id") {
+        Some(Value::String(id)) if !id.trim().is_empty() => id.clone(),
+        Some(_) => {
+            issues.push(wrong_form(&join_path(path, "id"), "a non-empty string"));
+            String::new()
+        }
+        None => {
+            issues.push(Issue::new(
+                join_path(path, "id"),
+                "missing",
+                "every rule needs an `id`",
+            ));
+            String::new()
+        }
+    };
+    let class = match entry.get("class") {
+        None => None,
+        Some(Value::String(name)) => match name.parse::<Class>() {
+            Ok(Class::Unclassified) => {
+                issues.push(Issue::new(
+                    join_path(path, "class"),
+                    "unknown_class",
+                    "a rule cannot name `unclassified`: that is what no rule matching means",
+                ));
+                None
+            }
+            Ok(class) => Some(class),
+            Err(e) => {
+                issues.push(Issue::new(
+                    join_path(path, "class"),
+                    "unknown_class",
+                    e.to_string(),
+                ));
+                None
+            }
+        },
+        Some(_) => {
+            issues.push(wrong_form(&join_path(path, "class"), "a class name"));
+            None
+        }
+    };
+    let flag = |key: &str, issues: &mut Vec<Issue>| match entry.get(key) {
+        None => None,
+        Some(Value::Boolean(b)) => Some(*b),
+        Some(_) => {
+            issues.push(wrong_form(&join_path(path, key), "true or false"));
+            None
+        }
+    };
+    let retryable = flag("retryable", issues);
+    let fallback_allowed = flag("fallback_allowed", issues);
+    let reason = match entry.get("reason") {
+        None => None,
+        Some(Value::String(r)) => Some(r.clone()),
+        Some(_) => {
+            issues.push(wrong_form(&join_path(path, "reason"), "a string"));
+            None
+        }
+    };
+    if class.is_none()
+        && retryable.is_none()
+        && fallback_allowed.is_none()
+        && !entry.contains_key("class")
+    {
+        issues.push(Issue::new(
+            path,
+            "does_nothing",
+            "a rule needs a `class`, or `retryable` / `fallback_allowed` for a hint rule",
+        ));
+    }
+    if let Some(class) = class {
+        if retryable == Some(true) && class.never_retryable() {
+            issues.push(Issue::new(
+                join_path(path, "retryable"),
+                "forbidden_override",
+                format!("`{class}` is never retryable"),
+            ));
+        }
+        if fallback_allowed == Some(true) && class.never_fallback() {
+            issues.push(Issue::new(
+                join_path(path, "fallback_allowed"),
+                "forbidden_override",
+                format!("`{class}` never allows a fallback tool"),
+            ));
+        }
+    }
+    let when_path = join_path(path, "when");
+    let when = match entry.get("when") {
+        Some(Value::Table(when)) if !when.is_empty() => parse_when(when, &when_path, issues),
+        Some(Value::Table(_)) => {
+            issues.push(Issue::new(
+                &when_path,
+                "empty_when",
+                "`when` needs at least one field",
+            ));
+            Conditions::default()
+        }
+        Some(_) => {
+            issues.push(wrong_form(&when_path, "a table of report fields"));
+            Conditions::default()
+        }
+        None => {
+            issues.push(Issue::new(
+                &when_path,
+                "missing",
+                "every rule needs a `when`",
+            ));
+            Conditions::default()
+        }
+    };
+    (issues.len() == before).then(|| Rule {
+        id,
+        class,
+        reason,
+        retryable,
+        fallback_allowed,
+        when,
+        origin: origin.to_owned(),
+    })
+}
+
+fn parse_when(when: &toml::Table, path: &str, issues: &mut Vec<Issue>) -> Conditions {
+    let mut c = Conditions::default();
+    for (key, value) in when {
+        let at = join_path(path, key);
+        let Some(field) = Field::from_name(key) else {
+            issues.push(Issue::new(
+                &at,
+                "unknown_field",
+                format!(
+                    "unknown report field `{key}`; expected one of: {}",
+                    Field::names()
+                ),
+            ));
+            continue;
+        };
+        match field {
+            Field::HttpStatus => c.http_status = NumberMatch::parse(value, &at, issues),
+            Field::ExitCode => c.exit_code = NumberMatch::parse(value, &at, issues),
+            Field::ElapsedMs => c.elapsed_ms = NumberMatch::parse(value, &at, issues),
+            Field::GrpcCode => c.grpc_code = parse_grpc(value, &at, issues),
+            Field::Signal => c.signal = parse_signal(value, &at, issues),
+            Field::Errno => c.errno = TextMatch::parse(value, &at, issues),
+            Field::Sqlstate => c.sqlstate = TextMatch::parse(value, &at, issues),
+            Field::ErrorCode => c.error_code = TextMatch::parse(value, &at, issues),
+            Field::Tool => c.tool = TextMatch::parse(value, &at, issues),
+            Field::Operation => c.operation = TextMatch::parse(value, &at, issues),
+            Field::Exception => c.exception = TextMatch::parse(value, &at, issues),
+            Field::Message => c.message = parse_message(value, &at, issues),
+            Field::Headers => c.headers = parse_headers(value, &at, issues),
+            Field::SideEffects => c.side_effects = parse_side_effects(value, &at, issues),
+            Field::SchemaValid => match value {
+                Value::Boolean(b) => c.schema_valid = Some(*b),
+                _ => issues.push(wrong_form(&at, "true or false")),
+            },
+        }
+    }
+    c
+}
+
+fn parse_message(value: &Value, path: &str, issues: &mut Vec<Issue>) -> Option<Vec<String>> {
+    let patterns = string_list(value, path, issues)?;
+    let mut ok = true;
+    for (i, pattern) in patterns.iter().enumerate() {
+        let at = if matches!(value, Value::Array(_)) {
+            format!("{path}[{i}]")
+        } else {
+            path.to_owned()
+        };
+        if let Err(e) = compile_regex(pattern) {
+            issues.push(Issue::new(
+                at,
+                "bad_regex",
+                format!("not a valid regex: {e}"),
+            ));
+            ok = false;
+        } else if compile_regex(pattern).is_ok_and(|r| r.is_match("")) {
+            issues.push(Issue::new(
+                at,
+                "matches_everything",
+                "this regex matches an empty message",
+            ));
+            ok = false;
+        }
+    }
+    ok.then_some(patterns)
+}
+
+fn parse_headers(value: &Value, path: &str, issues: &mut Vec<Issue>) -> Vec<(String, HeaderMatch)> {
+    let Value::Table(table) = value else {
+        issues.push(wrong_form(path, "a table of header names to matchers"));
+        return Vec::new();
+    };
+    if table.is_empty() {
+        issues.push(Issue::new(path, "empty_when", "name at least one header"));
+    }
+    table
+        .iter()
+        .filter_map(|(name, matcher)| {
+            let at = join_path(path, name);
+            HeaderMatch::parse(matcher, &at, issues).map(|m| (name.to_ascii_lowercase(), m))
+        })
+        .collect()
+}
+
+fn parse_side_effects(
+    value: &Value,
+    path: &str,
+    issues: &mut Vec<Issue>,
+) -> Option<SideEffectState> {
+    match value.as_str() {
+        Some("none") => Some(SideEffectState::None),
+        Some("partial") => Some(SideEffectState::Partial),
+        Some("complete") => Some(SideEffectState::Complete),
+        _ => {
+            issues.push(wrong_form(path, "\"none\", \"partial\" or \"complete\""));
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_rule_and_its_level() {
+        let rules = parse_rules(
+            r#"
+            [[rules]]
+            id = "x"
+            class = "transient"
+            when = { http_status = 503, message = "busy" }
+            "#,
+            "test",
+        )
+        .unwrap();
+        let set = RuleSet::compile(rules).unwrap();
+        assert_eq!(set.rules[0].level, Field::HttpStatus.level());
+        assert_eq!(
+            set.rules[0].level_fields,
+            FieldSet::of(&[Field::HttpStatus])
+        );
+    }
+
+    #[test]
+    fn lists_every_issue_with_its_path() {
+        let issues = parse_rules(
+            r#"
+            colour = "red"
+            [[rules]]
+            id = "a"
+            class = "sometimes"
+            when = { http_status = "503", mesage = "x" }
+            [[rules]]
+            id = "a"
+            class = "policy_denied"
+            retryable = true
+            when = { message = "(oops" }
+            [[rules]]
+            when = {}
+            "#,
+            "test",
+        )
+        .unwrap_err();
+        let found: Vec<_> = issues
+            .iter()
+            .map(|i| (i.path.as_str(), i.code.as_str()))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("colour", "unknown_key"),
+                ("rules[0].class", "unknown_class"),
+                ("rules[0].when.http_status", "wrong_type"),
+                ("rules[0].when.mesage", "unknown_field"),
+                ("rules[1].retryable", "forbidden_override"),
+                ("rules[1].when.message", "bad_regex"),
+                ("rules[2].id", "missing"),
+                ("rules[2]", "does_nothing"),
+                ("rules[2].when", "empty_when"),
+            ]
+        );
+    }
+
+    #[test]
+    fn duplicate_ids_are_refused() {
+        let issues = parse_rules(
+            r#"
+            [[rules]]
+            id = "a"
+            class = "transient"
+            when = { http_status = 503 }
+            [[rules]]
+            id = "a"
+            class = "transient"
+            when = { http_status = 502 }
+            "#,
+            "test",
+        )
+        .unwrap_err();
+        assert_eq!(issues[0].path, "rules[1].id");
+        assert_eq!(issues[0].code, "duplicate_id");
+    }
+
+    #[test]
+    fn a_toml_syntax_error_is_one_issue() {
+        let issues = parse_rules("[[rules]\nid = ", "test").unwrap_err();
+        assert_eq!(issues[0].code, "bad_toml");
+    }
+
+    #[test]
+    fn a_regex_that_matches_everything_is_refused() {
+        let issues = parse_rules(
+            "[[rules]]\nid = \"a\"\nclass = \"transient\"\nwhen = { message = \".*\" }",
+            "test",
+        )
+        .unwrap_err();
+        assert_eq!(issues[0].code, "matches_everything");
+    }
+
+    #[test]
+    fn load_prefixes_issues_with_the_origin() {
+        let issues = RuleSet::load(&[("mine.toml", "[[rules]]\nid = 3")]).unwrap_err();
+        assert!(
+            issues.iter().all(|i| i.path.starts_with("mine.toml:")),
+            "{issues:?}"
+        );
+    }
+}

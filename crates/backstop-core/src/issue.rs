@@ -1,0 +1,94 @@
+//! One problem found in an input, with the path to where it is.
+//!
+//! Validators collect every issue they find and return them all; nothing is decided on input
+//! that has any.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// A problem at one place in an input (a report, a rule file, a pack).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Issue {
+    /// Where: a dotted path into the input (`rules[3].when.message`), or `""` for the whole.
+    pub path: String,
+    /// What kind of problem, stable for machines (`unknown_field`, `bad_regex`).
+    pub code: String,
+    /// What was wrong and what would be accepted, for people.
+    pub message: String,
+}
+
+impl Issue {
+    /// An issue at `path` with a machine `code` and a human `message`.
+    pub fn new(path: impl Into<String>, code: &str, message: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            code: code.to_owned(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Issue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            write!(f, "{} ({})", self.message, self.code)
+        } else {
+            write!(f, "{}: {} ({})", self.path, self.message, self.code)
+        }
+    }
+}
+
+/// A list of issues, shown one per line.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Issues(pub Vec<Issue>);
+
+impl fmt::Display for Issues {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, issue) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "{issue}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Appends a path segment: a field name after a dot, or an index in brackets.
+pub fn join_path(base: &str, segment: &str) -> String {
+    if base.is_empty() {
+        segment.to_owned()
+    } else if segment.starts_with('[') {
+        format!("{base}{segment}")
+    } else {
+        format!("{base}.{segment}")
+    }
+}
+
+/// Turns a `serde_path_to_error` path into this crate's path style (`rules[2].when`).
+pub fn serde_path(path: &serde_path_to_error::Path) -> String {
+    let text = path.to_string();
+    if text == "." { String::new() } else { text }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_join_fields_and_indexes() {
+        assert_eq!(join_path("", "rules"), "rules");
+        assert_eq!(join_path("rules", "[2]"), "rules[2]");
+        assert_eq!(join_path("rules[2]", "when"), "rules[2].when");
+    }
+
+    #[test]
+    fn display_puts_the_path_first() {
+        let issue = Issue::new("when.http_status", "out_of_range", "must be 100 to 599");
+        assert_eq!(
+            issue.to_string(),
+            "when.http_status: must be 100 to 599 (out_of_range)"
+        );
+    }
+}

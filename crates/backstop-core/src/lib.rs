@@ -1,0 +1,24 @@
+//! backstop's core: the pure logic that decides what an agent does after a failure.
+//!
+//! Nothing here does I/O, reads a clock or the environment, or draws random numbers: time and
+//! seeds are parameters, and every function returns data for the shell to act on.
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | [`class`] | the failure taxonomy and what each class allows |
+//! | [`report`] | what an agent observed about one failed call, parsed and validated |
+//! | [`classify`] | rules, retry hints and the classification of a report |
+//! | [`issue`] | one problem in an input, with its path; validators return all of them |
+//! | [`codes`] | gRPC status code and signal name tables |
+#![deny(missing_docs)]
+
+pub mod class;
+pub mod classify;
+pub mod codes;
+pub mod issue;
+pub mod report;
+
+pub use class::Class;
+pub use classify::{Classification, Evidence, RuleSet, classify};
+pub use issue::Issue;
+pub use report::Report;

@@ -1,0 +1,502 @@
+//! A report: what an agent observed about one failed call.
+//!
+//! [`Report::from_json`] parses and validates in one step and returns every issue it finds;
+//! a report that comes back `Ok` is normalized (header names lower-cased, gRPC codes and
+//! signals in canonical form) and ready for [`crate::classify`].
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+
+use crate::codes;
+use crate::issue::{Issue, serde_path};
+
+/// What an agent observed about one failed call. Every field is optional; at least one is needed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Report {
+    /// The dependency that was called.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// The call made on the tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation: Option<String>,
+    /// The HTTP status code, 100 to 599.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+    /// Response headers; names are case-insensitive and kept lower-cased.
+    #[serde(default, skip_serializing_if = "Headers::is_empty")]
+    pub headers: Headers,
+    /// A gRPC status code, kept as its canonical name (`UNAVAILABLE`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc_code: Option<GrpcCode>,
+    /// A process exit status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    /// The signal that ended a process, kept as its canonical name (`SIGKILL`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<Signal>,
+    /// A POSIX errno name (`ECONNRESET`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errno: Option<String>,
+    /// A five-character SQLSTATE (`40001`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sqlstate: Option<String>,
+    /// An exception type name, qualified or not (`requests.exceptions.ConnectTimeout`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exception: Option<String>,
+    /// A provider's error code (`ThrottlingException`, `insufficient_quota`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
+    /// The error message; only the first [`crate::classify::TEXT_CAP`] bytes are read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The tool's output, checked against `schema` when both are given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<serde_json::Value>,
+    /// The JSON Schema the output should meet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<serde_json::Value>,
+    /// How many of the call's side effects happened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub side_effects: Option<SideEffects>,
+    /// How long the call ran before it failed, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elapsed_ms: Option<u64>,
+}
+
+/// How many of a call's side effects happened out of how many it meant to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SideEffects {
+    /// Side effects that happened.
+    pub done: u64,
+    /// Side effects the call meant to do.
+    pub total: u64,
+}
+
+/// What the side effects add up to, as rules see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SideEffectState {
+    /// None happened.
+    None,
+    /// Some happened, some did not.
+    Partial,
+    /// All happened.
+    Complete,
+}
+
+impl SideEffects {
+    /// `none`, `partial` or `complete`.
+    pub fn state(self) -> SideEffectState {
+        if self.done == 0 {
+            SideEffectState::None
+        } else if self.done < self.total {
+            SideEffectState::Partial
+        } else {
+            SideEffectState::Complete
+        }
+    }
+}
+
+impl Report {
+    /// Parses a report from JSON and validates it.
+    ///
+    /// # Errors
+    /// Every issue found, each with its path: a JSON syntax error, an unknown field, a wrong
+    /// type, an out-of-range value, an empty report, a schema without output.
+    pub fn from_json(text: &str) -> Result<Report, Vec<Issue>> {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let report: Report =
+            serde_path_to_error::deserialize(&mut de).map_err(|e| vec![json_issue(&e)])?;
+        de.end()
+            .map_err(|e| vec![Issue::new("", "bad_json", e.to_string())])?;
+        let issues = report.validate();
+        if issues.is_empty() {
+            Ok(report)
+        } else {
+            Err(issues)
+        }
+    }
+
+    /// Every issue with a report that parsed: ranges, formats and fields that need each other.
+    pub fn validate(&self) -> Vec<Issue> {
+        let mut issues = Vec::new();
+        if self.is_empty() {
+            issues.push(Issue::new(
+                "",
+                "empty_report",
+                "a report needs at least one field (http_status, message, errno, ...)",
+            ));
+        }
+        if let Some(status) = self.http_status
+            && !(100..=599).contains(&status)
+        {
+            issues.push(Issue::new(
+                "http_status",
+                "out_of_range",
+                format!("{status} is not an HTTP status; expected 100 to 599"),
+            ));
+        }
+        if let Some(sqlstate) = &self.sqlstate
+            && !(sqlstate.len() == 5 && sqlstate.bytes().all(|b| b.is_ascii_alphanumeric()))
+        {
+            issues.push(Issue::new(
+                "sqlstate",
+                "bad_format",
+                format!("`{sqlstate}` is not a SQLSTATE; expected five letters or digits"),
+            ));
+        }
+        if let Some(errno) = &self.errno
+            && !(errno.len() > 1
+                && errno.starts_with(['E', 'e'])
+                && errno
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+        {
+            issues.push(Issue::new(
+                "errno",
+                "bad_format",
+                format!("`{errno}` is not an errno name; expected a name like ECONNRESET"),
+            ));
+        }
+        for (field, value) in [
+            ("tool", &self.tool),
+            ("operation", &self.operation),
+            ("exception", &self.exception),
+            ("error_code", &self.error_code),
+        ] {
+            if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
+                issues.push(Issue::new(field, "empty", "must not be empty when given"));
+            }
+        }
+        if self.schema.is_some() && self.output.is_none() {
+            issues.push(Issue::new(
+                "schema",
+                "needs_output",
+                "a schema is checked against `output`; give the tool's output too",
+            ));
+        }
+        if let Some(schema) = &self.schema
+            && let Err(error) = jsonschema::validator_for(schema)
+        {
+            issues.push(Issue::new(
+                "schema",
+                "bad_schema",
+                format!("not a usable JSON Schema: {error}"),
+            ));
+        }
+        if let Some(effects) = self.side_effects {
+            if effects.total == 0 {
+                issues.push(Issue::new(
+                    "side_effects.total",
+                    "out_of_range",
+                    "total must be at least 1",
+                ));
+            } else if effects.done > effects.total {
+                issues.push(Issue::new(
+                    "side_effects.done",
+                    "out_of_range",
+                    format!(
+                        "done ({}) is more than total ({})",
+                        effects.done, effects.total
+                    ),
+                ));
+            }
+        }
+        issues
+    }
+
+    /// Whether no field is set.
+    pub fn is_empty(&self) -> bool {
+        *self == Report::default()
+    }
+
+    /// The errno name in upper case, as rules compare it.
+    pub fn errno_upper(&self) -> Option<String> {
+        self.errno.as_ref().map(|e| e.to_ascii_uppercase())
+    }
+}
+
+/// Turns a JSON error into an issue with the path where it happened.
+fn json_issue(error: &serde_path_to_error::Error<serde_json::Error>) -> Issue {
+    let inner = error.inner();
+    let code = match inner.classify() {
+        serde_json::error::Category::Syntax | serde_json::error::Category::Eof => "bad_json",
+        serde_json::error::Category::Data | serde_json::error::Category::Io => {
+            if inner.to_string().starts_with("unknown field") {
+                "unknown_field"
+            } else {
+                "wrong_type"
+            }
+        }
+    };
+    Issue::new(serde_path(error.path()), code, inner.to_string())
+}
+
+/// Response headers with lower-cased names; a name given twice in different case keeps both
+/// values, joined with `, ` as HTTP joins repeated fields.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Headers(BTreeMap<String, String>);
+
+impl Headers {
+    /// Builds headers from name-value pairs.
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        let mut headers = Headers::default();
+        for (name, value) in pairs {
+            headers.insert(name, value);
+        }
+        headers
+    }
+
+    /// Adds a header; the name is lower-cased and the value trimmed.
+    pub fn insert(&mut self, name: &str, value: &str) {
+        let value = value.trim();
+        self.0
+            .entry(name.trim().to_ascii_lowercase())
+            .and_modify(|existing| {
+                existing.push_str(", ");
+                existing.push_str(value);
+            })
+            .or_insert_with(|| value.to_owned());
+    }
+
+    /// The value of a header, by lower-case name.
+    pub fn get(&self, lower_name: &str) -> Option<&str> {
+        self.0.get(lower_name).map(String::as_str)
+    }
+
+    /// Every header, in name order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl Serialize for Headers {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Headers {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct HeadersVisitor;
+        impl<'de> Visitor<'de> for HeadersVisitor {
+            type Value = Headers;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object of header names to string or number values")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Headers, A::Error> {
+                let mut headers = Headers::default();
+                while let Some(name) = map.next_key::<String>()? {
+                    let value: ScalarText = map.next_value()?;
+                    if name.trim().is_empty() {
+                        return Err(de::Error::custom("a header name must not be empty"));
+                    }
+                    headers.insert(&name, &value.0);
+                }
+                Ok(headers)
+            }
+        }
+        deserializer.deserialize_map(HeadersVisitor)
+    }
+}
+
+/// A string, or a number taken as its text.
+struct ScalarText(String);
+
+impl<'de> Deserialize<'de> for ScalarText {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Text(String),
+            Int(i64),
+            Float(f64),
+        }
+        match Raw::deserialize(deserializer)
+            .map_err(|_| de::Error::custom("invalid type: expected a string or a number"))?
+        {
+            Raw::Text(t) => Ok(ScalarText(t)),
+            Raw::Int(i) => Ok(ScalarText(i.to_string())),
+            Raw::Float(f) => Ok(ScalarText(f.to_string())),
+        }
+    }
+}
+
+/// A gRPC status code, by canonical name (`UNAVAILABLE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct GrpcCode(&'static str);
+
+impl GrpcCode {
+    /// Parses a name (any usual spelling) or a number.
+    pub fn parse(text: &str) -> Option<GrpcCode> {
+        match text.trim().parse::<u64>() {
+            Ok(n) => codes::grpc_name(n),
+            Err(_) => codes::grpc_from_name(text),
+        }
+        .map(GrpcCode)
+    }
+
+    /// The canonical name.
+    pub fn name(self) -> &'static str {
+        self.0
+    }
+}
+
+impl Serialize for GrpcCode {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for GrpcCode {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = ScalarText::deserialize(deserializer)?.0;
+        GrpcCode::parse(&text).ok_or_else(|| {
+            de::Error::custom(format!(
+                "`{text}` is not a gRPC status code; expected a name like UNAVAILABLE or a number 0 to 16"
+            ))
+        })
+    }
+}
+
+/// A POSIX signal, by canonical name (`SIGKILL`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Signal(String);
+
+impl Signal {
+    /// Parses a name (`SIGKILL`, `KILL`) or a number (`9`).
+    pub fn parse(text: &str) -> Option<Signal> {
+        match text.trim().parse::<u8>() {
+            Ok(n) => codes::signal_name(n),
+            Err(_) => codes::signal_from_name(text),
+        }
+        .map(Signal)
+    }
+
+    /// The canonical name.
+    pub fn name(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Serialize for Signal {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Signal {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = ScalarText::deserialize(deserializer)?.0;
+        Signal::parse(&text).ok_or_else(|| {
+            de::Error::custom(format!(
+                "`{text}` is not a signal; expected a name like SIGKILL or a number 1 to {}",
+                codes::MAX_SIGNAL
+            ))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_full_report_and_normalizes_it() {
+        let report = Report::from_json(
+            r#"{"http_status": 503, "headers": {"Retry-After": 2}, "grpc_code": 14,
+                "signal": "kill", "errno": "ECONNRESET", "message": "reset"}"#,
+        )
+        .unwrap();
+        assert_eq!(report.headers.get("retry-after"), Some("2"));
+        assert_eq!(report.grpc_code.unwrap().name(), "UNAVAILABLE");
+        assert_eq!(report.signal.unwrap().name(), "SIGKILL");
+    }
+
+    #[test]
+    fn header_names_differing_in_case_are_one_header() {
+        let report = Report::from_json(r#"{"headers": {"X-A": "1", "x-a": "2"}}"#).unwrap();
+        assert_eq!(report.headers.get("x-a"), Some("1, 2"));
+    }
+
+    #[test]
+    fn an_unknown_field_names_its_path() {
+        let issues = Report::from_json(r#"{"http_status": 500, "stauts": 1}"#).unwrap_err();
+        assert_eq!(issues[0].code, "unknown_field");
+        assert!(issues[0].message.contains("stauts"), "{issues:?}");
+    }
+
+    #[test]
+    fn a_wrong_type_names_its_path() {
+        let issues =
+            Report::from_json(r#"{"side_effects": {"done": "two", "total": 3}}"#).unwrap_err();
+        assert_eq!(issues[0].path, "side_effects.done");
+        assert_eq!(issues[0].code, "wrong_type");
+    }
+
+    #[test]
+    fn a_bad_grpc_code_names_its_path() {
+        let issues = Report::from_json(r#"{"grpc_code": "BUSY"}"#).unwrap_err();
+        assert_eq!(issues[0].path, "grpc_code");
+        assert!(issues[0].message.contains("BUSY"));
+    }
+
+    #[test]
+    fn syntax_errors_and_trailing_text_are_refused() {
+        assert_eq!(Report::from_json("{").unwrap_err()[0].code, "bad_json");
+        assert_eq!(
+            Report::from_json(r#"{"message": "x"} {}"#).unwrap_err()[0].code,
+            "bad_json"
+        );
+    }
+
+    #[test]
+    fn validation_lists_every_issue() {
+        let issues = Report::from_json(
+            r#"{"http_status": 99, "sqlstate": "4000", "errno": "reset",
+                "schema": {"type": "object"}, "side_effects": {"done": 3, "total": 2}}"#,
+        )
+        .unwrap_err();
+        let paths: Vec<_> = issues.iter().map(|i| i.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "http_status",
+                "sqlstate",
+                "errno",
+                "schema",
+                "side_effects.done"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_empty_report_is_refused() {
+        assert_eq!(Report::from_json("{}").unwrap_err()[0].code, "empty_report");
+    }
+
+    #[test]
+    fn a_bad_schema_is_refused() {
+        let issues =
+            Report::from_json(r#"{"output": 1, "schema": {"type": "no-such-type"}}"#).unwrap_err();
+        assert_eq!(issues[0].code, "bad_schema");
+    }
+
+    #[test]
+    fn side_effect_states() {
+        let state = |done, total| SideEffects { done, total }.state();
+        assert_eq!(state(0, 3), SideEffectState::None);
+        assert_eq!(state(1, 3), SideEffectState::Partial);
+        assert_eq!(state(3, 3), SideEffectState::Complete);
+    }
+}

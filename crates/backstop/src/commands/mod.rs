@@ -1,0 +1,11 @@
+//! One module per command; each writes to the writers it is given and returns an exit code.
+
+pub mod classify;
+pub mod rules;
+
+/// Exit code: done.
+pub const EXIT_OK: u8 = 0;
+/// Exit code: the checked input has issues, or an I/O failure.
+pub const EXIT_ISSUES: u8 = 1;
+/// Exit code: bad input (flags, report, rules file).
+pub const EXIT_BAD_INPUT: u8 = 2;

@@ -1,0 +1,65 @@
+//! The `backstop` binary: parse the command line, set up logging, run the command.
+
+mod cli;
+mod commands;
+mod output;
+mod settings;
+
+use std::io::{self, BufWriter, Write};
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command, RulesCommand};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let filter = tracing_subscriber::EnvFilter::try_new(&cli.log)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(io::stderr)
+        .init();
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(e)
+            if e.downcast_ref::<io::Error>()
+                .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe) =>
+        {
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            let _ = writeln!(io::stderr(), "backstop: {e:#}");
+            ExitCode::from(commands::EXIT_ISSUES)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<u8> {
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let mut err = io::stderr();
+    let code = match cli.command {
+        Command::Classify(args) => match settings::resolve_classify(&args) {
+            Ok(settings) => {
+                let mut input = io::stdin().lock();
+                commands::classify::run(settings, &mut input, &mut out, &mut err)?
+            }
+            Err(issues) => {
+                if settings::OutputMode::choose(args.json) == settings::OutputMode::Json {
+                    output::json_line(
+                        &mut out,
+                        &output::refusal("bad_input", "the command was refused", &issues),
+                    )?;
+                } else {
+                    output::issues_human(&mut err, "the command was refused:", &issues)?;
+                }
+                commands::EXIT_BAD_INPUT
+            }
+        },
+        Command::Rules(RulesCommand::Check(args)) => commands::rules::check(&args, &mut out)?,
+        Command::Rules(RulesCommand::Show) => commands::rules::show(&mut out)?,
+    };
+    out.flush()?;
+    Ok(code)
+}

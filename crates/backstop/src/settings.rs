@@ -1,0 +1,276 @@
+//! Turns flags (and the environment) into settings commands can run with, collecting every
+//! issue with the flag it came from.
+
+use std::fs;
+use std::io::IsTerminal;
+use std::path::Path;
+
+use backstop_core::Issue;
+use backstop_core::classify::RuleSet;
+use backstop_core::report::{GrpcCode, Headers, Report, SideEffects, Signal};
+use jiff::Timestamp;
+
+use crate::cli::ClassifyArgs;
+
+/// Log filter.
+pub const ENV_LOG: &str = "BACKSTOP_LOG";
+
+/// How results are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputMode {
+    /// For a person at a terminal.
+    Human,
+    /// One JSON document.
+    Json,
+}
+
+impl OutputMode {
+    /// JSON when asked for or when stdout is not a terminal.
+    pub fn choose(json: bool) -> OutputMode {
+        if json || !std::io::stdout().is_terminal() {
+            OutputMode::Json
+        } else {
+            OutputMode::Human
+        }
+    }
+}
+
+/// Where `classify` reads its report.
+#[derive(Debug)]
+pub enum ReportSource {
+    /// Built from flags.
+    Flags(Box<Report>),
+    /// One JSON report on stdin.
+    Stdin,
+    /// One JSON report per line on stdin.
+    Lines,
+}
+
+/// Everything `classify` needs.
+#[derive(Debug)]
+pub struct ClassifySettings {
+    /// Built-in rules with the user's in front.
+    pub rules: RuleSet,
+    /// The time retry hints are read against.
+    pub now: Timestamp,
+    /// Where the report comes from.
+    pub source: ReportSource,
+    /// How to print.
+    pub output: OutputMode,
+}
+
+/// Resolves `classify`'s flags.
+///
+/// # Errors
+/// Every issue with the flags, the report they make and the rules files.
+pub fn resolve_classify(args: &ClassifyArgs) -> Result<ClassifySettings, Vec<Issue>> {
+    let mut issues = Vec::new();
+    let now = match &args.now {
+        None => Timestamp::now(),
+        Some(text) => text.parse().unwrap_or_else(|e| {
+            issues.push(Issue::new(
+                "--now",
+                "bad_time",
+                format!("`{text}` is not an RFC 3339 time like 2026-01-01T00:00:00Z: {e}"),
+            ));
+            Timestamp::UNIX_EPOCH
+        }),
+    };
+    let rules = load_rules(&args.rules, &mut issues);
+    let source = if args.jsonl {
+        ReportSource::Lines
+    } else {
+        match report_from_flags(args, &mut issues) {
+            Some(report) => ReportSource::Flags(Box::new(report)),
+            None => ReportSource::Stdin,
+        }
+    };
+    match rules {
+        Some(rules) if issues.is_empty() => Ok(ClassifySettings {
+            rules,
+            now,
+            source,
+            output: OutputMode::choose(args.json),
+        }),
+        _ => Err(issues),
+    }
+}
+
+/// Reads and compiles `--rules` files in front of the built-in rules.
+fn load_rules(paths: &[impl AsRef<Path>], issues: &mut Vec<Issue>) -> Option<RuleSet> {
+    let mut files = Vec::new();
+    for path in paths {
+        let path = path.as_ref();
+        match fs::read_to_string(path) {
+            Ok(text) => files.push((path.display().to_string(), text)),
+            Err(e) => issues.push(Issue::new(
+                format!("--rules {}", path.display()),
+                "unreadable",
+                format!("cannot read the rules file: {e}"),
+            )),
+        }
+    }
+    let borrowed: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(o, t)| (o.as_str(), t.as_str()))
+        .collect();
+    match RuleSet::load(&borrowed) {
+        Ok(rules) => Some(rules),
+        Err(found) => {
+            issues.extend(found);
+            None
+        }
+    }
+}
+
+/// The report the flags describe, or `None` when no report flag was given.
+fn report_from_flags(args: &ClassifyArgs, issues: &mut Vec<Issue>) -> Option<Report> {
+    let mut report = Report {
+        tool: args.tool.clone(),
+        operation: args.operation.clone(),
+        errno: args.errno.clone(),
+        sqlstate: args.sqlstate.clone(),
+        exception: args.exception.clone(),
+        error_code: args.error_code.clone(),
+        message: args.message.clone(),
+        ..Report::default()
+    };
+    report.http_status = number_flag("--status", args.status.as_deref(), issues);
+    report.exit_code = number_flag("--exit-code", args.exit_code.as_deref(), issues);
+    report.elapsed_ms = number_flag("--elapsed-ms", args.elapsed_ms.as_deref(), issues);
+    if let Some(text) = &args.grpc_code {
+        report.grpc_code = GrpcCode::parse(text);
+        if report.grpc_code.is_none() {
+            issues.push(Issue::new(
+                "--grpc-code",
+                "unknown_value",
+                format!("`{text}` is not a gRPC status code; expected a name like UNAVAILABLE or 0 to 16"),
+            ));
+        }
+    }
+    if let Some(text) = &args.signal {
+        report.signal = Signal::parse(text);
+        if report.signal.is_none() {
+            issues.push(Issue::new(
+                "--signal",
+                "unknown_value",
+                format!(
+                    "`{text}` is not a signal; expected a name like SIGKILL or a number 1 to 64"
+                ),
+            ));
+        }
+    }
+    let mut headers = Headers::default();
+    for header in &args.headers {
+        match header.split_once(':') {
+            Some((name, value)) if !name.trim().is_empty() => headers.insert(name, value),
+            _ => issues.push(Issue::new(
+                "--header",
+                "bad_header",
+                format!("`{header}` is not a header; expected 'Name: value'"),
+            )),
+        }
+    }
+    report.headers = headers;
+    report.output = json_flag("--output", args.output.as_deref(), issues);
+    report.schema = json_flag("--schema", args.schema.as_deref(), issues);
+    if let Some(text) = &args.side_effects {
+        let parsed = text.split_once('/').and_then(|(d, t)| {
+            Some(SideEffects {
+                done: d.trim().parse().ok()?,
+                total: t.trim().parse().ok()?,
+            })
+        });
+        if parsed.is_none() {
+            issues.push(Issue::new(
+                "--side-effects",
+                "bad_format",
+                format!("`{text}` is not DONE/TOTAL, e.g. 2/5"),
+            ));
+        }
+        report.side_effects = parsed;
+    }
+    if !has_report_flags(args) {
+        return None;
+    }
+    issues.extend(report.validate().into_iter().map(|mut issue| {
+        issue.path = flag_for(&issue.path);
+        issue
+    }));
+    Some(report)
+}
+
+/// Whether any flag that describes a report was given.
+fn has_report_flags(args: &ClassifyArgs) -> bool {
+    let texts = [
+        &args.status,
+        &args.grpc_code,
+        &args.exit_code,
+        &args.signal,
+        &args.errno,
+        &args.sqlstate,
+        &args.exception,
+        &args.error_code,
+        &args.message,
+        &args.output,
+        &args.schema,
+        &args.side_effects,
+        &args.elapsed_ms,
+        &args.tool,
+        &args.operation,
+    ];
+    !args.headers.is_empty() || texts.iter().any(|t| t.is_some())
+}
+
+/// The flag a report field comes from (`http_status` -> `--status`).
+fn flag_for(path: &str) -> String {
+    let field = path.split('.').next().unwrap_or(path);
+    match field {
+        "" => "report".to_owned(),
+        "http_status" => "--status".to_owned(),
+        other => format!("--{}", other.replace('_', "-")),
+    }
+}
+
+fn number_flag<T: std::str::FromStr>(
+    flag: &str,
+    text: Option<&str>,
+    issues: &mut Vec<Issue>,
+) -> Option<T> {
+    let text = text?;
+    let parsed = text.trim().parse().ok();
+    if parsed.is_none() {
+        issues.push(Issue::new(
+            flag,
+            "wrong_type",
+            format!("`{text}` is not a whole number in range"),
+        ));
+    }
+    parsed
+}
+
+/// Parses a JSON flag value, or reads it from a file given as `@FILE`.
+fn json_flag(flag: &str, text: Option<&str>, issues: &mut Vec<Issue>) -> Option<serde_json::Value> {
+    let text = text?;
+    let body = match text.strip_prefix('@') {
+        Some(path) => match fs::read_to_string(path) {
+            Ok(body) => body,
+            Err(e) => {
+                issues.push(Issue::new(
+                    flag,
+                    "unreadable",
+                    format!("cannot read `{path}`: {e}"),
+                ));
+                return None;
+            }
+        },
+        None => text.to_owned(),
+    };
+    match serde_json::from_str(&body) {
+        Ok(value) => Some(value),
+        Err(e) => {
+            issues.push(Issue::new(flag, "bad_json", format!("not JSON: {e}")));
+            None
+        }
+    }
+}
