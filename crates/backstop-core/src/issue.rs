@@ -69,7 +69,12 @@ pub fn join_path(base: &str, segment: &str) -> String {
 /// Turns a `serde_path_to_error` path into this crate's path style (`rules[2].when`).
 pub fn serde_path(path: &serde_path_to_error::Path) -> String {
     let text = path.to_string();
-    if text == "." { String::new() } else { text }
+    // `.` is the root and `?` an unknown place (a syntax error before any field).
+    if text == "." || text == "?" {
+        String::new()
+    } else {
+        text
+    }
 }
 
 #[cfg(test)]

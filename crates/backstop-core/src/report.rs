@@ -109,6 +109,13 @@ impl Report {
     /// Every issue found, each with its path: a JSON syntax error, an unknown field, a wrong
     /// type, an out-of-range value, an empty report, a schema without output.
     pub fn from_json(text: &str) -> Result<Report, Vec<Issue>> {
+        if text.trim_start().chars().next().is_some_and(|c| c != '{') {
+            return Err(vec![Issue::new(
+                "",
+                "wrong_type",
+                "a report must be a JSON object, like {\"http_status\": 503}",
+            )]);
+        }
         let mut de = serde_json::Deserializer::from_str(text);
         let report: Report =
             serde_path_to_error::deserialize(&mut de).map_err(|e| vec![json_issue(&e)])?;

@@ -272,14 +272,17 @@ pub fn parse_rules(text: &str, origin: &str) -> Result<Vec<Rule>, Vec<Issue>> {
             issues.push(wrong_form(&path, "a table"));
             continue;
         };
+        // Duplicates are found even among rules with other issues.
+        if let Some(Value::String(id)) = entry.get("id")
+            && let Some(first) = seen.insert(id.clone(), i)
+        {
+            issues.push(Issue::new(
+                join_path(&path, "id"),
+                "duplicate_id",
+                format!("`{id}` is already the id of rules[{first}]"),
+            ));
+        }
         if let Some(rule) = parse_rule(entry, &path, origin, &mut issues) {
-            if let Some(first) = seen.insert(rule.id.clone(), i) {
-                issues.push(Issue::new(
-                    join_path(&path, "id"),
-                    "duplicate_id",
-                    format!("`{}` is already the id of rules[{first}]", rule.id),
-                ));
-            }
             rules.push(rule);
         }
     }
@@ -329,11 +332,12 @@ fn parse_rule(
     let class = match entry.get("class") {
         None => None,
         Some(Value::String(name)) => match name.parse::<Class>() {
-            Ok(Class::Unclassified) => {
+            Ok(Class::Unclassified) if !matches!(entry.get("reason"), Some(Value::String(r)) if !r.trim().is_empty()) =>
+            {
                 issues.push(Issue::new(
-                    join_path(path, "class"),
-                    "unknown_class",
-                    "a rule cannot name `unclassified`: that is what no rule matching means",
+                    join_path(path, "reason"),
+                    "needs_reason",
+                    "a rule that names `unclassified` must say why in `reason`",
                 ));
                 None
             }
@@ -587,6 +591,7 @@ mod tests {
                 ("rules[0].class", "unknown_class"),
                 ("rules[0].when.http_status", "wrong_type"),
                 ("rules[0].when.mesage", "unknown_field"),
+                ("rules[1].id", "duplicate_id"),
                 ("rules[1].retryable", "forbidden_override"),
                 ("rules[1].when.message", "bad_regex"),
                 ("rules[2].id", "missing"),

@@ -1,0 +1,44 @@
+//! The built-in rules: they lint clean, and each names the source of its fact.
+
+use backstop_core::classify::lint::check_rules;
+use backstop_core::classify::{DEFAULT_RULES, RuleSet};
+
+#[test]
+fn the_default_rules_have_no_issues_and_no_shadowed_rule() {
+    let issues = check_rules(DEFAULT_RULES, "default");
+    assert!(issues.is_empty(), "{issues:#?}");
+    assert!(
+        RuleSet::builtin().len() >= 250,
+        "only {} built-in rules",
+        RuleSet::builtin().len()
+    );
+}
+
+#[test]
+fn every_default_rule_names_its_source_in_a_comment() {
+    let lines: Vec<&str> = DEFAULT_RULES.lines().collect();
+    let mut missing = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim() != "[[rules]]" {
+            continue;
+        }
+        // The comment block right above the rule.
+        let sourced = lines[..i]
+            .iter()
+            .rev()
+            .take_while(|l| l.trim_start().starts_with('#'))
+            .any(|l| l.contains("Source:"));
+        if !sourced {
+            missing.push(format!(
+                "line {}: {}",
+                i + 2,
+                lines.get(i + 1).unwrap_or(&"")
+            ));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "rules without a `# Source:` comment:\n{}",
+        missing.join("\n")
+    );
+}
