@@ -112,9 +112,12 @@ pub struct ClassifyArgs {
     /// A rules file to use before the built-in rules; repeat for more (first file first).
     #[arg(long = "rules", value_name = "FILE")]
     pub rules: Vec<PathBuf>,
-    /// Print JSON even on a terminal.
-    #[arg(long)]
+    /// Print JSON even on a terminal (same as --output-format json).
+    #[arg(long, conflicts_with = "output_format")]
     pub json: bool,
+    /// How to print: auto (human on a terminal, JSON when piped), human or json.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = OutputChoice::Auto)]
+    pub output_format: OutputChoice,
     /// Read one JSON report per line from stdin; write one JSON result per line.
     #[arg(long, conflicts_with_all = REPORT_FLAGS)]
     pub jsonl: bool,
@@ -139,6 +142,17 @@ pub const REPORT_FLAGS: [&str; 16] = [
     "tool",
     "operation",
 ];
+
+/// How output is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputChoice {
+    /// Human-readable on a terminal, JSON otherwise.
+    Auto,
+    /// Human-readable.
+    Human,
+    /// JSON.
+    Json,
+}
 
 /// `backstop rules ...`.
 #[derive(Debug, Subcommand)]

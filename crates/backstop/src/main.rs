@@ -46,7 +46,9 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 commands::classify::run(settings, &mut input, &mut out, &mut err)?
             }
             Err(issues) => {
-                if settings::OutputMode::choose(args.json) == settings::OutputMode::Json {
+                if settings::OutputMode::choose(args.json, args.output_format)
+                    == settings::OutputMode::Json
+                {
                     output::json_line(
                         &mut out,
                         &output::refusal("bad_input", "the command was refused", &issues),

@@ -10,7 +10,7 @@ use backstop_core::classify::RuleSet;
 use backstop_core::report::{GrpcCode, Headers, Report, SideEffects, Signal};
 use jiff::Timestamp;
 
-use crate::cli::ClassifyArgs;
+use crate::cli::{ClassifyArgs, OutputChoice};
 
 /// Log filter.
 pub const ENV_LOG: &str = "BACKSTOP_LOG";
@@ -25,12 +25,14 @@ pub enum OutputMode {
 }
 
 impl OutputMode {
-    /// JSON when asked for or when stdout is not a terminal.
-    pub fn choose(json: bool) -> OutputMode {
-        if json || !std::io::stdout().is_terminal() {
-            OutputMode::Json
-        } else {
-            OutputMode::Human
+    /// JSON when asked for, human when asked for, else JSON unless stdout is a terminal.
+    pub fn choose(json: bool, choice: OutputChoice) -> OutputMode {
+        match choice {
+            _ if json => OutputMode::Json,
+            OutputChoice::Json => OutputMode::Json,
+            OutputChoice::Human => OutputMode::Human,
+            OutputChoice::Auto if std::io::stdout().is_terminal() => OutputMode::Human,
+            OutputChoice::Auto => OutputMode::Json,
         }
     }
 }
@@ -90,7 +92,7 @@ pub fn resolve_classify(args: &ClassifyArgs) -> Result<ClassifySettings, Vec<Iss
             rules,
             now,
             source,
-            output: OutputMode::choose(args.json),
+            output: OutputMode::choose(args.json, args.output_format),
         }),
         _ => Err(issues),
     }

@@ -76,9 +76,6 @@ impl<'a> Prepared<'a> {
     }
 
     fn matches(&self, rule: &CompiledRule) -> bool {
-        if !self.present.is_superset(rule.required) {
-            return false;
-        }
         let when = &rule.rule.when;
         let report = self.report;
         let number = |m: &Option<super::matcher::NumberMatch>, v: Option<i64>| match (m, v) {
@@ -148,6 +145,26 @@ pub(super) fn exception_matches(matcher: &TextMatch, lower: &str) -> bool {
     }
 }
 
+/// The rules that may match, in rule order: those whose message pattern matched, and those
+/// without one whose required fields the report has.
+fn candidates(rules: &RuleSet, prepared: &Prepared<'_>) -> Vec<usize> {
+    let mut found: Vec<usize> = Vec::new();
+    for (required, members) in &rules.groups {
+        if prepared.present.is_superset(*required) {
+            found.extend_from_slice(members);
+        }
+    }
+    if let Some(hits) = &prepared.message_hits {
+        found.extend(
+            hits.iter()
+                .map(|pattern| rules.message_rules[pattern])
+                .filter(|&i| prepared.present.is_superset(rules.rules[i].required)),
+        );
+    }
+    found.sort_unstable();
+    found
+}
+
 /// Decides the class from the rules that match. Retry hints are added by the caller.
 pub(super) fn decide(
     rules: &RuleSet,
@@ -157,7 +174,10 @@ pub(super) fn decide(
     let prepared = Prepared::new(rules, report, schema_valid);
     let mut deciding: Vec<&CompiledRule> = Vec::new();
     let mut hint_rules: Vec<&CompiledRule> = Vec::new();
-    for rule in &rules.rules {
+    for rule in candidates(rules, &prepared)
+        .into_iter()
+        .map(|i| &rules.rules[i])
+    {
         if prepared.matches(rule) {
             if rule.rule.class.is_some() {
                 deciding.push(rule);

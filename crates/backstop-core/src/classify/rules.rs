@@ -125,6 +125,11 @@ pub struct RuleSet {
     pub(super) rules: Vec<CompiledRule>,
     /// Every `message` pattern in one set, so a message is read once for all rules.
     pub(super) messages: RegexSet,
+    /// The rule each `message` pattern belongs to: a message's matches name their rules.
+    pub(super) message_rules: Vec<usize>,
+    /// The rules without a `message` condition, grouped by the fields they require, so that a
+    /// report visits only the groups it has the fields for, not every rule.
+    pub(super) groups: Vec<(FieldSet, Vec<usize>)>,
 }
 
 /// A rule with what evaluation needs precomputed.
@@ -182,7 +187,7 @@ impl RuleSet {
     /// A `message` pattern set too large to compile.
     pub fn compile(rules: Vec<Rule>) -> Result<RuleSet, Vec<Issue>> {
         let mut patterns = Vec::new();
-        let compiled = rules
+        let compiled: Vec<CompiledRule> = rules
             .into_iter()
             .map(|rule| {
                 let fields = rule.when.fields();
@@ -217,9 +222,23 @@ impl RuleSet {
                     format!("message patterns: {e}"),
                 )]
             })?;
+        let mut message_rules = Vec::new();
+        let mut groups: Vec<(FieldSet, Vec<usize>)> = Vec::new();
+        for (index, rule) in compiled.iter().enumerate() {
+            if rule.message_index.is_some() {
+                message_rules.push(index);
+            } else if let Some((_, members)) = groups.iter_mut().find(|(f, _)| *f == rule.required)
+            {
+                members.push(index);
+            } else {
+                groups.push((rule.required, vec![index]));
+            }
+        }
         Ok(RuleSet {
             rules: compiled,
             messages,
+            message_rules,
+            groups,
         })
     }
 
