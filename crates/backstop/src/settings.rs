@@ -27,12 +27,15 @@ pub enum OutputMode {
 impl OutputMode {
     /// JSON when asked for, human when asked for, else JSON unless stdout is a terminal.
     pub fn choose(json: bool, choice: OutputChoice) -> OutputMode {
-        match choice {
-            _ if json => OutputMode::Json,
-            OutputChoice::Json => OutputMode::Json,
-            OutputChoice::Human => OutputMode::Human,
-            OutputChoice::Auto if std::io::stdout().is_terminal() => OutputMode::Human,
-            OutputChoice::Auto => OutputMode::Json,
+        let human = match choice {
+            OutputChoice::Human => true,
+            OutputChoice::Json => false,
+            OutputChoice::Auto => std::io::stdout().is_terminal(),
+        };
+        if human && !json {
+            OutputMode::Human
+        } else {
+            OutputMode::Json
         }
     }
 }

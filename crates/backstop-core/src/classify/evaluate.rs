@@ -6,9 +6,8 @@
 
 use std::fmt::Write as _;
 
-use regex::SetMatches;
-
 use super::field::{Field, FieldSet};
+use super::index::IndexedValues;
 use super::matcher::TextMatch;
 use super::rules::{CompiledRule, RuleSet};
 use super::{Classification, Evidence, capped};
@@ -24,7 +23,10 @@ struct Prepared<'a> {
     tool: Option<String>,
     operation: Option<String>,
     exception: Option<String>,
-    message_hits: Option<SetMatches>,
+    grpc_code: Option<String>,
+    signal: Option<String>,
+    /// The rules whose message pattern matched.
+    message_rules: Vec<usize>,
     side_effects: Option<SideEffectState>,
     schema_valid: Option<bool>,
     report: &'a Report,
@@ -63,10 +65,18 @@ impl<'a> Prepared<'a> {
             tool: lower(&report.tool),
             operation: lower(&report.operation),
             exception: lower(&report.exception),
-            message_hits: report
-                .message
-                .as_deref()
-                .map(|m| rules.messages.matches(capped(m))),
+            grpc_code: report.grpc_code.map(|c| c.name().to_ascii_lowercase()),
+            signal: report
+                .signal
+                .as_ref()
+                .map(|s| s.name().to_ascii_lowercase()),
+            message_rules: {
+                let mut hits = Vec::new();
+                if let Some(message) = &report.message {
+                    rules.messages.matching_rules(capped(message), &mut hits);
+                }
+                hits
+            },
             side_effects: report
                 .side_effects
                 .map(super::super::report::SideEffects::state),
@@ -75,6 +85,7 @@ impl<'a> Prepared<'a> {
         }
     }
 
+    /// Whether a candidate rule matches; its message condition was checked by the message set.
     fn matches(&self, rule: &CompiledRule) -> bool {
         let when = &rule.rule.when;
         let report = self.report;
@@ -114,11 +125,6 @@ impl<'a> Prepared<'a> {
                     .as_deref()
                     .is_some_and(|e| exception_matches(m, e))
             })
-            && rule.message_index.is_none_or(|i| {
-                self.message_hits
-                    .as_ref()
-                    .is_some_and(|hits| hits.matched(i))
-            })
             && when
                 .side_effects
                 .is_none_or(|want| self.side_effects == Some(want))
@@ -145,22 +151,46 @@ pub(super) fn exception_matches(matcher: &TextMatch, lower: &str) -> bool {
     }
 }
 
-/// The rules that may match, in rule order: those whose message pattern matched, and those
-/// without one whose required fields the report has.
-fn candidates(rules: &RuleSet, prepared: &Prepared<'_>) -> Vec<usize> {
-    let mut found: Vec<usize> = Vec::new();
-    for (required, members) in &rules.groups {
-        if prepared.present.is_superset(*required) {
-            found.extend_from_slice(members);
+impl IndexedValues for Prepared<'_> {
+    fn present(&self) -> FieldSet {
+        self.present
+    }
+
+    fn text(&self, field: Field) -> Option<&str> {
+        match field {
+            Field::ErrorCode => self.error_code.as_deref(),
+            Field::Sqlstate => self.sqlstate.as_deref(),
+            Field::Errno => self.errno.as_deref(),
+            Field::Exception => self.exception.as_deref(),
+            Field::GrpcCode => self.grpc_code.as_deref(),
+            Field::Signal => self.signal.as_deref(),
+            Field::Tool => self.tool.as_deref(),
+            Field::Operation => self.operation.as_deref(),
+            _ => None,
         }
     }
-    if let Some(hits) = &prepared.message_hits {
-        found.extend(
-            hits.iter()
-                .map(|pattern| rules.message_rules[pattern])
-                .filter(|&i| prepared.present.is_superset(rules.rules[i].required)),
-        );
+
+    fn number(&self, field: Field) -> Option<i64> {
+        match field {
+            Field::HttpStatus => self.report.http_status.map(i64::from),
+            Field::ExitCode => self.report.exit_code,
+            Field::ElapsedMs => self.report.elapsed_ms.and_then(|v| i64::try_from(v).ok()),
+            _ => None,
+        }
     }
+}
+
+/// The rules that may match, in rule order: those whose message pattern matched and whose
+/// other required fields the report has, and those the index finds for the report's values.
+/// A candidate's message condition is already known to hold.
+fn candidates(rules: &RuleSet, prepared: &Prepared<'_>) -> Vec<usize> {
+    let mut found: Vec<usize> = prepared
+        .message_rules
+        .iter()
+        .copied()
+        .filter(|&i| prepared.present.is_superset(rules.rules[i].required))
+        .collect();
+    rules.index.candidates(prepared, &mut found);
     found.sort_unstable();
     found
 }

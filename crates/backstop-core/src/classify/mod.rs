@@ -17,6 +17,7 @@
 //! | `field` | the report fields rules test, and their strength as evidence |
 //! | `matcher` | the matcher forms of a rule's `when` |
 //! | `rules` | rule files: parsing, compiling, the built-in rules |
+//! | `index`, `message_set` | finding the rules a report may match without visiting all |
 //! | `evaluate` | which rules match a report, and which of them decides |
 //! | `hints` | retry hints read from headers |
 //! | `schema` | output checked against its JSON Schema |
@@ -25,8 +26,10 @@
 mod evaluate;
 pub mod field;
 mod hints;
+mod index;
 pub mod lint;
 pub mod matcher;
+mod message_set;
 pub mod rules;
 mod schema;
 

@@ -2,14 +2,15 @@
 
 use std::collections::HashMap;
 
-use regex::RegexSet;
 use toml::Value;
 
 use super::field::{Field, FieldSet};
+use super::index::RuleIndex;
 use super::matcher::{
     HeaderMatch, NumberMatch, TextMatch, compile_regex, parse_grpc, parse_signal, string_list,
     unknown_key, wrong_form,
 };
+use super::message_set::MessageSet;
 use crate::class::Class;
 use crate::issue::{Issue, join_path};
 use crate::report::SideEffectState;
@@ -124,12 +125,9 @@ impl Conditions {
 pub struct RuleSet {
     pub(super) rules: Vec<CompiledRule>,
     /// Every `message` pattern in one set, so a message is read once for all rules.
-    pub(super) messages: RegexSet,
-    /// The rule each `message` pattern belongs to: a message's matches name their rules.
-    pub(super) message_rules: Vec<usize>,
-    /// The rules without a `message` condition, grouped by the fields they require, so that a
-    /// report visits only the groups it has the fields for, not every rule.
-    pub(super) groups: Vec<(FieldSet, Vec<usize>)>,
+    pub(super) messages: MessageSet,
+    /// The other rules, filed so that a report visits only those it may match.
+    pub(super) index: RuleIndex,
 }
 
 /// A rule with what evaluation needs precomputed.
@@ -144,8 +142,6 @@ pub(super) struct CompiledRule {
     pub level_fields: FieldSet,
     /// The rule's strength: the level of its strongest field (1 is strongest).
     pub level: u8,
-    /// Its pattern's index in [`RuleSet::messages`].
-    pub message_index: Option<usize>,
 }
 
 impl RuleSet {
@@ -186,59 +182,43 @@ impl RuleSet {
     /// # Errors
     /// A `message` pattern set too large to compile.
     pub fn compile(rules: Vec<Rule>) -> Result<RuleSet, Vec<Issue>> {
-        let mut patterns = Vec::new();
         let compiled: Vec<CompiledRule> = rules
             .into_iter()
             .map(|rule| {
                 let fields = rule.when.fields();
                 let level = fields.strongest_level().unwrap_or(Field::WEAKEST_LEVEL);
-                let message_index = rule.when.message_pattern().map(|p| {
-                    patterns.push(p);
-                    patterns.len() - 1
-                });
                 let mut required = fields;
-                // Header and output conditions read the report directly: a header rule may
-                // ask for a header's absence.
+                // Header conditions read the report directly: a header rule may ask for a
+                // header's absence.
                 required.remove(Field::Headers);
                 CompiledRule {
                     level_fields: fields.at_level(level),
                     fields,
                     required,
                     level,
-                    message_index,
                     rule,
                 }
             })
             .collect();
-        let messages = regex::RegexSetBuilder::new(&patterns)
-            .case_insensitive(true)
-            .size_limit(64 << 20)
-            .dfa_size_limit(64 << 20)
-            .build()
-            .map_err(|e| {
-                vec![Issue::new(
-                    "",
-                    "bad_regex",
-                    format!("message patterns: {e}"),
-                )]
-            })?;
-        let mut message_rules = Vec::new();
-        let mut groups: Vec<(FieldSet, Vec<usize>)> = Vec::new();
-        for (index, rule) in compiled.iter().enumerate() {
-            if rule.message_index.is_some() {
-                message_rules.push(index);
-            } else if let Some((_, members)) = groups.iter_mut().find(|(f, _)| *f == rule.required)
-            {
-                members.push(index);
-            } else {
-                groups.push((rule.required, vec![index]));
+        let mut patterns = Vec::new();
+        let mut index = RuleIndex::default();
+        for (i, compiled) in compiled.iter().enumerate() {
+            match compiled.rule.when.message_pattern() {
+                Some(pattern) => patterns.push((i, pattern)),
+                None => index.add(i, &compiled.rule.when, compiled.required),
             }
         }
+        let messages = MessageSet::build(&patterns).map_err(|e| {
+            vec![Issue::new(
+                "",
+                "bad_regex",
+                format!("message patterns: {e}"),
+            )]
+        })?;
         Ok(RuleSet {
             rules: compiled,
             messages,
-            message_rules,
-            groups,
+            index,
         })
     }
 
@@ -503,20 +483,24 @@ fn parse_message(value: &Value, path: &str, issues: &mut Vec<Issue>) -> Option<V
         } else {
             path.to_owned()
         };
-        if let Err(e) = compile_regex(pattern) {
-            issues.push(Issue::new(
-                at,
-                "bad_regex",
-                format!("not a valid regex: {e}"),
-            ));
-            ok = false;
-        } else if compile_regex(pattern).is_ok_and(|r| r.is_match("")) {
-            issues.push(Issue::new(
-                at,
-                "matches_everything",
-                "this regex matches an empty message",
-            ));
-            ok = false;
+        match compile_regex(pattern) {
+            Err(e) => {
+                issues.push(Issue::new(
+                    at,
+                    "bad_regex",
+                    format!("not a valid regex: {e}"),
+                ));
+                ok = false;
+            }
+            Ok(regex) if regex.is_match("") => {
+                issues.push(Issue::new(
+                    at,
+                    "matches_everything",
+                    "this regex matches an empty message",
+                ));
+                ok = false;
+            }
+            Ok(_) => {}
         }
     }
     ok.then_some(patterns)

@@ -1,0 +1,20 @@
+//! Integration tests of the `backstop` binary: each test runs it as a user would, with
+//! arguments and stdin, and checks its exit code, stdout and stderr.
+//!
+//! - `support`: running the binary, parsing its JSON output, temp dirs with an insta filter
+//! - `classify`: one report from flags or from stdin, JSON and human output, retry hints
+//! - `jsonl`: the `--jsonl` stream: one output line per input line, bad lines included
+//! - `user_rules`: `classify --rules FILE` in front of the built-in rules, and bad rule files
+//! - `errors`: bad flags and bad stdin are refused with every issue and its flag at once
+//! - `rules_cmd`: `rules check` (ok, shadowed, unreadable, JSON shape) and `rules show`
+//! - `help`: the `--help` texts, wrapped at 100 columns
+//!
+//! Snapshots are in `snapshots/`; accept new ones with `INSTA_UPDATE=always` and read them.
+
+mod classify;
+mod errors;
+mod help;
+mod jsonl;
+mod rules_cmd;
+mod support;
+mod user_rules;
