@@ -121,6 +121,7 @@ impl Report {
             serde_path_to_error::deserialize(&mut de).map_err(|e| vec![json_issue(&e)])?;
         de.end()
             .map_err(|e| vec![Issue::new("", "bad_json", e.to_string())])?;
+        let report = report.normalized();
         let issues = report.validate();
         if issues.is_empty() {
             Ok(report)
@@ -170,16 +171,7 @@ impl Report {
                 format!("`{errno}` is not an errno name; expected a name like ECONNRESET"),
             ));
         }
-        for (field, value) in [
-            ("tool", &self.tool),
-            ("operation", &self.operation),
-            ("exception", &self.exception),
-            ("error_code", &self.error_code),
-        ] {
-            if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
-                issues.push(Issue::new(field, "empty", "must not be empty when given"));
-            }
-        }
+
         if self.schema.is_some() && self.output.is_none() {
             issues.push(Issue::new(
                 "schema",
@@ -215,6 +207,29 @@ impl Report {
             }
         }
         issues
+    }
+
+    /// The report with empty and blank text fields taken as absent (an exception whose text
+    /// is empty is common, and says nothing), and the other text fields trimmed.
+    #[must_use]
+    pub fn normalized(mut self) -> Report {
+        for field in [
+            &mut self.tool,
+            &mut self.operation,
+            &mut self.errno,
+            &mut self.sqlstate,
+            &mut self.exception,
+            &mut self.error_code,
+        ] {
+            *field = field
+                .take()
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty());
+        }
+        if self.message.as_deref().is_some_and(|m| m.trim().is_empty()) {
+            self.message = None;
+        }
+        self
     }
 
     /// Whether no field is set.
@@ -485,6 +500,15 @@ mod tests {
                 "side_effects.done"
             ]
         );
+    }
+
+    #[test]
+    fn blank_text_fields_are_absent() {
+        let report =
+            Report::from_json(r#"{"http_status": 500, "message": " ", "exception": ""}"#).unwrap();
+        assert_eq!((report.message, report.exception), (None, None));
+        let issues = Report::from_json(r#"{"message": "", "error_code": "  "}"#).unwrap_err();
+        assert_eq!(issues[0].code, "empty_report");
     }
 
     #[test]

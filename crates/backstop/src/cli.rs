@@ -58,7 +58,7 @@ Exit codes:
 #[derive(Debug, Args)]
 pub struct ClassifyArgs {
     /// HTTP status code (100-599).
-    #[arg(long, value_name = "CODE")]
+    #[arg(long, value_name = "CODE", allow_hyphen_values = true)]
     pub status: Option<String>,
     /// A response header as 'Name: value'; repeat for more.
     #[arg(long = "header", short = 'H', value_name = "'NAME: VALUE'")]
@@ -97,7 +97,7 @@ pub struct ClassifyArgs {
     #[arg(long, value_name = "DONE/TOTAL")]
     pub side_effects: Option<String>,
     /// How long the call ran before it failed, in milliseconds.
-    #[arg(long, value_name = "MS")]
+    #[arg(long, value_name = "MS", allow_hyphen_values = true)]
     pub elapsed_ms: Option<String>,
     /// The tool that was called.
     #[arg(long, value_name = "NAME")]
@@ -119,7 +119,8 @@ pub struct ClassifyArgs {
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = OutputChoice::Auto)]
     pub output_format: OutputChoice,
     /// Read one JSON report per line from stdin; write one JSON result per line.
-    #[arg(long, conflicts_with_all = REPORT_FLAGS)]
+    /// (JSON Lines output is always JSON: --output-format is refused with it.)
+    #[arg(long, conflicts_with_all = REPORT_FLAGS, conflicts_with = "output_format")]
     pub jsonl: bool,
 }
 

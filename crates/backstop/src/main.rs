@@ -51,7 +51,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 {
                     output::json_line(
                         &mut out,
-                        &output::refusal("bad_input", "the command was refused", &issues),
+                        &output::refusal("malformed", "the command was refused", &issues),
                     )?;
                 } else {
                     output::issues_human(&mut err, "the command was refused:", &issues)?;

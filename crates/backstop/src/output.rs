@@ -14,7 +14,14 @@ pub fn refusal(code: &str, message: &str, issues: &[Issue]) -> serde_json::Value
 pub fn issues_human(out: &mut impl Write, heading: &str, issues: &[Issue]) -> io::Result<()> {
     writeln!(out, "{heading}")?;
     for issue in issues {
-        writeln!(out, "  {issue}")?;
+        // A message of several lines (a regex error points at its column) stays indented
+        // under its issue, so it cannot be read as another issue.
+        let text = issue.to_string();
+        let mut lines = text.lines();
+        writeln!(out, "  {}", lines.next().unwrap_or_default())?;
+        for line in lines {
+            writeln!(out, "      {line}")?;
+        }
     }
     Ok(())
 }

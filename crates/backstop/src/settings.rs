@@ -140,9 +140,25 @@ fn report_from_flags(args: &ClassifyArgs, issues: &mut Vec<Issue>) -> Option<Rep
         message: args.message.clone(),
         ..Report::default()
     };
-    report.http_status = number_flag("--status", args.status.as_deref(), issues);
-    report.exit_code = number_flag("--exit-code", args.exit_code.as_deref(), issues);
-    report.elapsed_ms = number_flag("--elapsed-ms", args.elapsed_ms.as_deref(), issues);
+    let flag_issues_from = issues.len();
+    report.http_status = number_flag(
+        "--status",
+        args.status.as_deref(),
+        "an HTTP status, 100 to 599",
+        issues,
+    );
+    report.exit_code = number_flag(
+        "--exit-code",
+        args.exit_code.as_deref(),
+        "an exit status",
+        issues,
+    );
+    report.elapsed_ms = number_flag(
+        "--elapsed-ms",
+        args.elapsed_ms.as_deref(),
+        "milliseconds, 0 or more",
+        issues,
+    );
     if let Some(text) = &args.grpc_code {
         report.grpc_code = GrpcCode::parse(text);
         if report.grpc_code.is_none() {
@@ -198,10 +214,20 @@ fn report_from_flags(args: &ClassifyArgs, issues: &mut Vec<Issue>) -> Option<Rep
     if !has_report_flags(args) {
         return None;
     }
-    issues.extend(report.validate().into_iter().map(|mut issue| {
-        issue.path = flag_for(&issue.path);
-        issue
-    }));
+    // A flag whose value could not be read is already an issue: the report it leaves empty
+    // is not another one.
+    let flags_unreadable = issues.len() > flag_issues_from;
+    let report = report.normalized();
+    issues.extend(
+        report
+            .validate()
+            .into_iter()
+            .filter(|issue| !(flags_unreadable && issue.code == "empty_report"))
+            .map(|mut issue| {
+                issue.path = flag_for(&issue.path);
+                issue
+            }),
+    );
     Some(report)
 }
 
@@ -237,21 +263,30 @@ fn flag_for(path: &str) -> String {
     }
 }
 
-fn number_flag<T: std::str::FromStr>(
+fn number_flag<T: TryFrom<i64>>(
     flag: &str,
     text: Option<&str>,
+    expected: &str,
     issues: &mut Vec<Issue>,
 ) -> Option<T> {
     let text = text?;
-    let parsed = text.trim().parse().ok();
-    if parsed.is_none() {
+    let Ok(number) = text.trim().parse::<i64>() else {
         issues.push(Issue::new(
             flag,
             "wrong_type",
-            format!("`{text}` is not a whole number in range"),
+            format!("`{text}` is not a whole number; expected {expected}"),
+        ));
+        return None;
+    };
+    let converted = T::try_from(number).ok();
+    if converted.is_none() {
+        issues.push(Issue::new(
+            flag,
+            "out_of_range",
+            format!("{number} is out of range; expected {expected}"),
         ));
     }
-    parsed
+    converted
 }
 
 /// Parses a JSON flag value, or reads it from a file given as `@FILE`.

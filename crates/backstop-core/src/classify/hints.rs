@@ -24,7 +24,7 @@ pub fn retry_hint(headers: &Headers, now: Timestamp) -> (Option<u64>, Vec<Eviden
             continue;
         };
         let field = format!("headers.{name}");
-        match kind.read(value, now) {
+        match kind.read_repeated(value, now) {
             Ok(ms) => {
                 longest = Some(longest.map_or(ms, |l| l.max(ms)));
                 evidence.push(Evidence::note(field, value, format!("retry hint: {ms} ms")));
@@ -64,6 +64,33 @@ impl HintKind {
             }
             _ => None,
         }
+    }
+
+    /// Reads a value that may hold the same header given more than once, joined with `, `
+    /// (`2, 10`): the longest valid value wins, as a retry must never fire early.
+    fn read_repeated(self, value: &str, now: Timestamp) -> Result<u64, String> {
+        let whole = self.read(value, now);
+        if whole.is_ok() || !value.contains(',') {
+            return whole;
+        }
+        let parts: Vec<&str> = value.split(',').map(str::trim).collect();
+        let mut longest = None;
+        let mut i = 0;
+        while i < parts.len() {
+            // An IMF-fixdate has a comma of its own (`Sun, 06 Nov 1994 ...`): try it joined
+            // with the next part first.
+            let joined = parts.get(i + 1).map(|next| format!("{}, {next}", parts[i]));
+            if let Some(ms) = joined.as_deref().and_then(|j| self.read(j, now).ok()) {
+                longest = longest.max(Some(ms));
+                i += 2;
+            } else {
+                if let Ok(ms) = self.read(parts[i], now) {
+                    longest = longest.max(Some(ms));
+                }
+                i += 1;
+            }
+        }
+        longest.ok_or(whole.unwrap_err())
     }
 
     fn read(self, value: &str, now: Timestamp) -> Result<u64, String> {
@@ -223,6 +250,25 @@ mod tests {
                 ("x-ratelimit-reset-requests", "2s")
             ]),
             Some(2500)
+        );
+    }
+
+    #[test]
+    fn a_header_given_twice_keeps_its_longest_value() {
+        assert_eq!(
+            hint(&[("Retry-After", "2"), ("retry-after", "10")]),
+            Some(10_000)
+        );
+        assert_eq!(
+            hint(&[
+                ("retry-after", "Sun, 06 Nov 1994 08:49:37 GMT"),
+                ("Retry-After", "5")
+            ]),
+            Some(30_000)
+        );
+        assert_eq!(
+            hint(&[("retry-after", "soon"), ("Retry-After", "later")]),
+            None
         );
     }
 

@@ -155,26 +155,51 @@ impl RuleSet {
     /// # Errors
     /// Every issue in every file; each issue's path starts with the file's origin.
     pub fn load(user_files: &[(&str, &str)]) -> Result<RuleSet, Vec<Issue>> {
+        let builtin = parse_rules(DEFAULT_RULES, "default").map_err(|found| {
+            found
+                .into_iter()
+                .map(|issue| at_origin("default", issue))
+                .collect::<Vec<_>>()
+        })?;
+        // A result names its rule by id, so ids must be unique across every file; a clash is
+        // reported on the user's rule.
+        let mut owners: HashMap<String, String> = builtin
+            .iter()
+            .map(|rule| (rule.id.clone(), "a built-in rule".to_owned()))
+            .collect();
         let mut rules = Vec::new();
         let mut issues = Vec::new();
-        for (origin, text) in user_files
-            .iter()
-            .copied()
-            .chain([("default", DEFAULT_RULES)])
-        {
+        for &(origin, text) in user_files {
             match parse_rules(text, origin) {
-                Ok(mut parsed) => rules.append(&mut parsed),
-                Err(found) => issues.extend(found.into_iter().map(|mut issue| {
-                    issue.path = format!("{origin}:{}", issue.path);
-                    issue
-                })),
+                Ok(parsed) => {
+                    for (i, rule) in parsed.iter().enumerate() {
+                        let owner = format!("a rule in {origin}");
+                        if let Some(first) = owners.insert(rule.id.clone(), owner) {
+                            issues.push(at_origin(
+                                origin,
+                                Issue::new(
+                                    format!("rules[{i}].id"),
+                                    "duplicate_id",
+                                    format!(
+                                        "`{}` is already the id of {first}; choose another",
+                                        rule.id
+                                    ),
+                                ),
+                            ));
+                        }
+                    }
+                    rules.extend(parsed);
+                }
+                Err(found) => {
+                    issues.extend(found.into_iter().map(|issue| at_origin(origin, issue)));
+                }
             }
         }
-        if issues.is_empty() {
-            RuleSet::compile(rules)
-        } else {
-            Err(issues)
+        if !issues.is_empty() {
+            return Err(issues);
         }
+        rules.extend(builtin);
+        RuleSet::compile(rules)
     }
 
     /// Compiles parsed rules, in the order given.
@@ -236,6 +261,16 @@ impl RuleSet {
     pub fn is_empty(&self) -> bool {
         self.rules.is_empty()
     }
+}
+
+/// Prefixes an issue's path with the file it is in (`mine.toml:rules[2].id`).
+fn at_origin(origin: &str, mut issue: Issue) -> Issue {
+    issue.path = if issue.path.is_empty() {
+        origin.to_owned()
+    } else {
+        format!("{origin}:{}", issue.path)
+    };
+    issue
 }
 
 /// Parses one rule file.
@@ -638,6 +673,28 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(issues[0].code, "matches_everything");
+    }
+
+    #[test]
+    fn ids_are_unique_across_files_and_the_clash_is_reported_on_the_users_rule() {
+        let rule = |id: &str| {
+            format!(
+                "[[rules]]\nid = \"{id}\"\nclass = \"business\"\nwhen = {{ http_status = 409 }}\n"
+            )
+        };
+        let issues =
+            RuleSet::load(&[("a.toml", &rule("mine")), ("b.toml", &rule("mine"))]).unwrap_err();
+        assert_eq!(issues[0].path, "b.toml:rules[0].id");
+        assert!(issues[0].message.contains("a rule in a.toml"), "{issues:?}");
+        let issues = RuleSet::load(&[("a.toml", &rule("http.409"))]).unwrap_err();
+        assert_eq!(issues[0].path, "a.toml:rules[0].id");
+        assert!(issues[0].message.contains("built-in"), "{issues:?}");
+    }
+
+    #[test]
+    fn a_file_level_issue_is_named_by_the_file_alone() {
+        let issues = RuleSet::load(&[("broken.toml", "[[rules]")]).unwrap_err();
+        assert_eq!(issues[0].path, "broken.toml");
     }
 
     #[test]

@@ -66,35 +66,29 @@ fn refuse(
 }
 
 /// One classification per line; a bad line gets an error object on its line and the stream
-/// goes on. Blank lines are skipped.
+/// goes on. Blank lines are skipped but counted, so `line` is the input's line number.
 fn stream(
     settings: &ClassifySettings,
     input: &mut impl BufRead,
     out: &mut impl Write,
 ) -> io::Result<u8> {
-    let mut line = String::new();
+    let mut line = Vec::new();
     let mut number = 0usize;
     loop {
         line.clear();
-        let read = match input.read_line(&mut line) {
-            Ok(read) => read,
-            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
-                number += 1;
-                let issue = Issue::new("", "bad_utf8", "the line is not UTF-8");
-                output::json_line(out, &line_error(number, &[issue]))?;
-                skip_line(input)?;
-                continue;
-            }
-            Err(e) => return Err(e),
-        };
-        if read == 0 {
+        if input.read_until(b'\n', &mut line)? == 0 {
             break;
         }
         number += 1;
-        if line.trim().is_empty() {
+        let Ok(text) = std::str::from_utf8(&line) else {
+            let issue = Issue::new("", "bad_utf8", "the line is not UTF-8");
+            output::json_line(out, &line_error(number, &[issue]))?;
+            continue;
+        };
+        if text.trim().is_empty() {
             continue;
         }
-        match Report::from_json(&line) {
+        match Report::from_json(text) {
             Ok(report) => {
                 output::json_line(out, &classify(&settings.rules, &report, settings.now))?;
             }
@@ -109,11 +103,4 @@ fn line_error(number: usize, issues: &[Issue]) -> serde_json::Value {
     let mut value = output::refusal("malformed", "the report on this line was refused", issues);
     value["line"] = json!(number);
     value
-}
-
-/// Consumes the rest of a line that was not UTF-8.
-fn skip_line(input: &mut impl BufRead) -> io::Result<()> {
-    let mut bytes = Vec::new();
-    input.read_until(b'\n', &mut bytes)?;
-    Ok(())
 }

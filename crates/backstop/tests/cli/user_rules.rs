@@ -132,7 +132,7 @@ fn a_bad_rules_file_is_refused_with_every_issue_and_its_file_path() {
     run.expect_code(2);
     assert_eq!(run.stderr, "");
     let refusal = run.json();
-    assert_eq!(refusal["error"]["code"], "bad_input", "{refusal}");
+    assert_eq!(refusal["error"]["code"], "malformed", "{refusal}");
     let at = |path: &str| format!("{file}:{path}");
     let expected = [
         (at("rules[0].when.message"), "bad_regex"),
@@ -183,7 +183,7 @@ fn a_missing_rules_file_is_refused_with_its_flag() {
     let run = classify(&["--rules", arg(&missing), "--status", "503", "--json"]);
     run.expect_code(2);
     let refusal = run.json();
-    assert_eq!(refusal["error"]["code"], "bad_input");
+    assert_eq!(refusal["error"]["code"], "malformed");
     let path = format!("--rules {}", missing.display());
     assert_eq!(
         issue_paths_and_codes(&refusal),
