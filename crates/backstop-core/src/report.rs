@@ -116,11 +116,21 @@ impl Report {
                 "a report must be a JSON object, like {\"http_status\": 503}",
             )]);
         }
-        let mut de = serde_json::Deserializer::from_str(text);
-        let report: Report =
-            serde_path_to_error::deserialize(&mut de).map_err(|e| vec![json_issue(&e)])?;
-        de.end()
-            .map_err(|e| vec![Issue::new("", "bad_json", e.to_string())])?;
+        // The plain parse is the fast path; only a report that fails it is parsed again to find
+        // the path of what failed.
+        let report: Report = match serde_json::from_str(text) {
+            Ok(report) => report,
+            Err(plain) => {
+                let mut de = serde_json::Deserializer::from_str(text);
+                let report: Report =
+                    serde_path_to_error::deserialize(&mut de).map_err(|e| vec![json_issue(&e)])?;
+                de.end()
+                    .map_err(|e| vec![Issue::new("", "bad_json", e.to_string())])?;
+                // Both parsers agree on what is valid; this is only reached if they did not.
+                drop(report);
+                return Err(vec![Issue::new("", "bad_json", plain.to_string())]);
+            }
+        };
         let report = report.normalized();
         let issues = report.validate();
         if issues.is_empty() {

@@ -1,9 +1,11 @@
 //! `backstop classify`: one report from flags or stdin, or a JSON Lines stream.
 
 use std::io::{self, BufRead, Write};
+use std::sync::mpsc;
 
-use backstop_core::classify::classify;
+use backstop_core::classify::{RuleSet, classify};
 use backstop_core::{Issue, Report};
+use jiff::Timestamp;
 use serde_json::json;
 
 use super::{EXIT_BAD_INPUT, EXIT_OK};
@@ -65,38 +67,102 @@ fn refuse(
     Ok(EXIT_BAD_INPUT)
 }
 
+/// Lines read and answered together; each worker takes a share of a batch.
+const BATCH_LINES: usize = 4096;
+
+/// Lines with their line numbers.
+type Lines = Vec<(usize, Vec<u8>)>;
+
 /// One classification per line; a bad line gets an error object on its line and the stream
 /// goes on. Blank lines are skipped but counted, so `line` is the input's line number.
+///
+/// Lines are read in batches and each batch is shared among one worker per core, each with
+/// its own copy of the rules (so no regex cache is shared between threads); the answers are
+/// written in input order, so the output is the same as answering one line after another.
 fn stream(
     settings: &ClassifySettings,
     input: &mut impl BufRead,
     out: &mut impl Write,
 ) -> io::Result<u8> {
-    let mut line = Vec::new();
-    let mut number = 0usize;
-    loop {
-        line.clear();
+    let workers = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(8);
+    std::thread::scope(|scope| {
+        let mut lanes = Vec::new();
+        for _ in 0..workers {
+            let (to_worker, lines_in) = mpsc::channel::<Lines>();
+            let (answers_out, from_worker) = mpsc::channel::<io::Result<Vec<u8>>>();
+            let rules = settings.rules.clone();
+            let now = settings.now;
+            scope.spawn(move || {
+                for lines in lines_in {
+                    if answers_out.send(answer_lines(&rules, now, &lines)).is_err() {
+                        break;
+                    }
+                }
+            });
+            lanes.push((to_worker, from_worker));
+        }
+        let mut number = 0usize;
+        loop {
+            let batch = read_batch(input, &mut number)?;
+            if batch.is_empty() {
+                break;
+            }
+            let share = batch.len().div_ceil(workers);
+            let mut parts = 0;
+            for (part, (to_worker, _)) in batch.chunks(share).zip(&lanes) {
+                to_worker
+                    .send(part.to_vec())
+                    .expect("a classify worker stopped");
+                parts += 1;
+            }
+            for (_, from_worker) in lanes.iter().take(parts) {
+                out.write_all(&from_worker.recv().expect("a classify worker stopped")?)?;
+            }
+        }
+        out.flush()?;
+        Ok(EXIT_OK)
+    })
+}
+
+/// Reads up to [`BATCH_LINES`] non-blank lines, counting every line read.
+fn read_batch(input: &mut impl BufRead, number: &mut usize) -> io::Result<Lines> {
+    let mut batch = Vec::with_capacity(BATCH_LINES);
+    while batch.len() < BATCH_LINES {
+        let mut line = Vec::new();
         if input.read_until(b'\n', &mut line)? == 0 {
             break;
         }
-        number += 1;
-        let Ok(text) = std::str::from_utf8(&line) else {
-            let issue = Issue::new("", "bad_utf8", "the line is not UTF-8");
-            output::json_line(out, &line_error(number, &[issue]))?;
-            continue;
-        };
-        if text.trim().is_empty() {
-            continue;
-        }
-        match Report::from_json(text) {
-            Ok(report) => {
-                output::json_line(out, &classify(&settings.rules, &report, settings.now))?;
-            }
-            Err(issues) => output::json_line(out, &line_error(number, &issues))?,
+        *number += 1;
+        if !line.trim_ascii().is_empty() {
+            batch.push((*number, line));
         }
     }
-    out.flush()?;
-    Ok(EXIT_OK)
+    Ok(batch)
+}
+
+/// The answer to each line, one JSON line each, in order.
+fn answer_lines(
+    rules: &RuleSet,
+    now: Timestamp,
+    lines: &[(usize, Vec<u8>)],
+) -> io::Result<Vec<u8>> {
+    let mut buffer = Vec::with_capacity(lines.len() * 256);
+    for (number, line) in lines {
+        let Ok(text) = std::str::from_utf8(line) else {
+            let issue = Issue::new("", "bad_utf8", "the line is not UTF-8");
+            output::json_line(&mut buffer, &line_error(*number, &[issue]))?;
+            continue;
+        };
+        match Report::from_json(text) {
+            Ok(report) => {
+                output::json_line(&mut buffer, &classify(rules, &report, now))?;
+            }
+            Err(issues) => output::json_line(&mut buffer, &line_error(*number, &issues))?,
+        }
+    }
+    Ok(buffer)
 }
 
 fn line_error(number: usize, issues: &[Issue]) -> serde_json::Value {

@@ -103,23 +103,28 @@ fn an_empty_stream_prints_nothing_and_succeeds() {
 
 #[test]
 fn a_long_stream_keeps_one_line_per_report_in_order() {
+    // Long enough to span several read batches and be shared among workers: the answers must
+    // still come out one per line, in input order, with the input's line numbers.
+    const LINES: usize = 20_000;
+    let statuses = [503, 404, 429, 401];
     let mut input = String::new();
-    for i in 0..500 {
-        if i % 50 == 7 {
+    for i in 0..LINES {
+        if i % 997 == 7 {
             input.push_str("not json\n");
         } else {
-            input.push_str("{\"http_status\": 503}\n");
+            input.push_str(&format!("{{\"http_status\": {}}}\n", statuses[i % 4]));
         }
     }
     let run = classify_stdin(&["--jsonl"], input.as_bytes());
     run.expect_code(0);
     let out = run.json_lines();
-    assert_eq!(out.len(), 500);
+    assert_eq!(out.len(), LINES);
+    let classes = ["transient", "invalid_input", "rate_limited", "auth"];
     for (i, value) in out.iter().enumerate() {
-        if i % 50 == 7 {
+        if i % 997 == 7 {
             assert_eq!(value["line"], i + 1, "{value}");
         } else {
-            assert_eq!(value["class"], "transient", "line {}: {value}", i + 1);
+            assert_eq!(value["class"], classes[i % 4], "line {}: {value}", i + 1);
         }
     }
 }
