@@ -47,8 +47,9 @@ pub struct Report {
     /// An exception type name, qualified or not (`requests.exceptions.ConnectTimeout`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exception: Option<String>,
-    /// A provider's error code (`ThrottlingException`, `insufficient_quota`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// A provider's error code (`ThrottlingException`, `insufficient_quota`); a number (a
+    /// JSON-RPC `-32601`) is taken as its text.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "scalar_text")]
     pub error_code: Option<String>,
     /// The error message; only the first [`crate::classify::TEXT_CAP`] bytes are read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -345,6 +346,10 @@ impl<'de> Deserialize<'de> for Headers {
 /// A string, or a number taken as its text.
 struct ScalarText(String);
 
+fn scalar_text<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    Option::<ScalarText>::deserialize(deserializer).map(|v| v.map(|t| t.0))
+}
+
 impl<'de> Deserialize<'de> for ScalarText {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         #[derive(Deserialize)]
@@ -531,6 +536,12 @@ mod tests {
         let issues =
             Report::from_json(r#"{"output": 1, "schema": {"type": "no-such-type"}}"#).unwrap_err();
         assert_eq!(issues[0].code, "bad_schema");
+    }
+
+    #[test]
+    fn a_numeric_error_code_is_its_text() {
+        let report = Report::from_json(r#"{"error_code": -32601}"#).unwrap();
+        assert_eq!(report.error_code.as_deref(), Some("-32601"));
     }
 
     #[test]

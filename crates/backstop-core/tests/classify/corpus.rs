@@ -86,3 +86,25 @@ fn every_labeled_report_gets_its_label() {
         failures.join("\n")
     );
 }
+
+/// Every family of built-in rules (`http`, `aws`, `errno`, ... : the part of an id before its
+/// first dot) decides or hints at least one labeled report, so no family goes untested.
+#[test]
+fn every_rule_family_is_exercised_by_the_corpus() {
+    let rules = RuleSet::builtin();
+    let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+    let family = |id: &str| id.split('.').next().unwrap_or(id).to_owned();
+    let mut used = std::collections::BTreeMap::<String, usize>::new();
+    for line in CORPUS.lines().filter(|l| !l.trim().is_empty()) {
+        let entry: Labeled = serde_json::from_str(line).unwrap();
+        let report = Report::from_json(&entry.report.to_string()).unwrap();
+        let got = classify(&rules, &report, entry.now.unwrap_or(now));
+        let ids = got.rule.iter().chain(got.evidence.iter().filter_map(|e| e.rule.as_ref()));
+        for id in ids.collect::<std::collections::BTreeSet<_>>() {
+            *used.entry(family(id)).or_default() += 1;
+        }
+    }
+    let families: std::collections::BTreeSet<String> = rules.rules().map(|r| family(&r.id)).collect();
+    let untested: Vec<&String> = families.iter().filter(|f| !used.contains_key(*f)).collect();
+    assert!(untested.is_empty(), "families no labeled report exercises: {untested:?}; used: {used:?}");
+}
