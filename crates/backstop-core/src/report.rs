@@ -49,7 +49,11 @@ pub struct Report {
     pub exception: Option<String>,
     /// A provider's error code (`ThrottlingException`, `insufficient_quota`); a number (a
     /// JSON-RPC `-32601`) is taken as its text.
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "scalar_text")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "scalar_text"
+    )]
     pub error_code: Option<String>,
     /// The error message; only the first [`crate::classify::TEXT_CAP`] bytes are read.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -99,12 +99,19 @@ fn every_rule_family_is_exercised_by_the_corpus() {
         let entry: Labeled = serde_json::from_str(line).unwrap();
         let report = Report::from_json(&entry.report.to_string()).unwrap();
         let got = classify(&rules, &report, entry.now.unwrap_or(now));
-        let ids = got.rule.iter().chain(got.evidence.iter().filter_map(|e| e.rule.as_ref()));
+        let ids = got
+            .rule
+            .iter()
+            .chain(got.evidence.iter().filter_map(|e| e.rule.as_ref()));
         for id in ids.collect::<std::collections::BTreeSet<_>>() {
             *used.entry(family(id)).or_default() += 1;
         }
     }
-    let families: std::collections::BTreeSet<String> = rules.rules().map(|r| family(&r.id)).collect();
+    let families: std::collections::BTreeSet<String> =
+        rules.rules().map(|r| family(&r.id)).collect();
     let untested: Vec<&String> = families.iter().filter(|f| !used.contains_key(*f)).collect();
-    assert!(untested.is_empty(), "families no labeled report exercises: {untested:?}; used: {used:?}");
+    assert!(
+        untested.is_empty(),
+        "families no labeled report exercises: {untested:?}; used: {used:?}"
+    );
 }
