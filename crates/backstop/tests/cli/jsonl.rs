@@ -1,5 +1,7 @@
 //! `backstop classify --jsonl`: one report per line in, one result per line out.
 
+use std::fmt::Write as _;
+
 use serde_json::Value;
 
 use crate::support::{classify_stdin, issues_of, pairs, run};
@@ -112,7 +114,7 @@ fn a_long_stream_keeps_one_line_per_report_in_order() {
         if i % 997 == 7 {
             input.push_str("not json\n");
         } else {
-            input.push_str(&format!("{{\"http_status\": {}}}\n", statuses[i % 4]));
+            writeln!(input, "{{\"http_status\": {}}}", statuses[i % 4]).unwrap();
         }
     }
     let run = classify_stdin(&["--jsonl"], input.as_bytes());
