@@ -8,6 +8,7 @@
 //! | [`class`] | the failure taxonomy and what each class allows |
 //! | [`report`] | what an agent observed about one failed call, parsed and validated |
 //! | [`classify`] | rules, retry hints and the classification of a report |
+//! | [`recover`] | strategies, backoff, breakers, budgets: the next step after a failure |
 //! | [`issue`] | one problem in an input, with its path; validators return all of them |
 //! | [`codes`] | gRPC status code and signal name tables |
 #![deny(missing_docs)]
@@ -16,6 +17,7 @@ pub mod class;
 pub mod classify;
 pub mod codes;
 pub mod issue;
+pub mod recover;
 pub mod report;
 
 pub use class::Class;

@@ -1,0 +1,17 @@
+//! Recovery: what an agent does next after a classified failure.
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | `strategy` | the strategy table: per class, an ordered list of actions with limits |
+//! | `backoff` | delays: exponential, jittered, capped, never below a server's hint |
+//! | `breaker` | a circuit breaker per tool |
+//! | `budget` | a retry budget per tool |
+//! | `hinter` | per-task counters in a bounded LRU, turned into the next step |
+pub mod backoff;
+pub mod breaker;
+pub mod budget;
+pub mod hinter;
+pub mod strategy;
+
+pub use self::hinter::{Context, Hinter, HinterOptions, Step};
+pub use self::strategy::{Action, StrategyTable};

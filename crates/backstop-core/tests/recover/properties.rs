@@ -1,0 +1,104 @@
+//! Properties of the hinter over any sequence of failures.
+
+use backstop_core::Class;
+use backstop_core::recover::{Action, Context, Hinter, HinterOptions, StrategyTable};
+use proptest::prelude::*;
+
+use crate::{failure, hinter, on, t};
+
+const REPORTS: [&str; 10] = [
+    r#"{"http_status": 503}"#,
+    r#"{"http_status": 429, "headers": {"retry-after": "2"}}"#,
+    r#"{"http_status": 400}"#,
+    r#"{"http_status": 451}"#,
+    r#"{"message": "blocked by sandbox policy"}"#,
+    r#"{"message": "the frobnicator declined"}"#,
+    r#"{"error_code": "insufficient_quota"}"#,
+    r#"{"side_effects": {"done": 1, "total": 2}}"#,
+    r#"{"message": "no results found"}"#,
+    r#"{"http_status": 500, "headers": {"x-should-retry": "false"}}"#,
+];
+
+fn config() -> ProptestConfig {
+    ProptestConfig {
+        cases: 256,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0x5eed),
+        ..ProptestConfig::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn attempts_never_pass_a_limit(seq in prop::collection::vec((0usize..REPORTS.len(), 0usize..3), 1..80)) {
+        let mut h = hinter();
+        let failures: Vec<_> = REPORTS.iter().map(|r| failure(r)).collect();
+        for (which, task) in seq {
+            let step = h.next(&format!("task-{task}"), &failures[which], &on("api"), t(0));
+            prop_assert!(step.attempts.class_used <= step.attempts.class_max, "{step:?}");
+            prop_assert!(step.attempts.task_used <= step.attempts.task_max, "{step:?}");
+        }
+    }
+
+    #[test]
+    fn policy_denials_never_yield_a_retry_or_a_fallback(seq in prop::collection::vec(0usize..REPORTS.len(), 1..60), grants in 0u8..3) {
+        let mut h = hinter();
+        for _ in 0..grants {
+            h.grant("t");
+        }
+        for which in seq {
+            let f = failure(REPORTS[which]);
+            let step = h.next("t", &f, &on("api"), t(0));
+            if f.class == Class::PolicyDenied {
+                prop_assert_eq!(step.action, Action::Stop);
+            }
+            if f.class == Class::PartialSuccess {
+                prop_assert!(!matches!(step.action, Action::RetrySame | Action::RetryPromoted));
+            }
+            if f.class == Class::QuotaExhausted {
+                prop_assert!(!step.action.is_retry());
+            }
+        }
+    }
+
+    #[test]
+    fn the_lru_bound_holds(tasks in 1usize..400, bound in 1usize..50) {
+        let table = StrategyTable::load(Some(("m", &format!("[limits]\ntasks = {bound}\n")))).unwrap();
+        let mut h = Hinter::new(table, HinterOptions { seed: 3 });
+        let f = failure(REPORTS[0]);
+        for i in 0..tasks {
+            h.next(&format!("task-{i}"), &f, &Context::default(), t(0));
+            prop_assert!(h.live_tasks() <= bound);
+        }
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_steps(seed in any::<u64>(), seq in prop::collection::vec(0usize..REPORTS.len(), 1..30)) {
+        let run = |seed: u64| {
+            let mut h = Hinter::new(StrategyTable::builtin(), HinterOptions { seed });
+            seq.iter().map(|w| h.next("t", &failure(REPORTS[*w]), &on("api"), t(0))).collect::<Vec<_>>()
+        };
+        prop_assert_eq!(run(seed), run(seed));
+    }
+
+    #[test]
+    fn a_delay_is_never_below_a_hint_nor_above_the_cap_without_one(hint in prop::option::of(0u64..50_000), retries in 1usize..4) {
+        let mut h = hinter();
+        let json = match hint {
+            Some(ms) => format!(r#"{{"http_status": 503, "headers": {{"retry-after-ms": "{ms}"}}}}"#),
+            None => r#"{"http_status": 503}"#.to_owned(),
+        };
+        let f = failure(&json);
+        let cap = h.table().backoff.cap_ms;
+        for _ in 0..retries {
+            let step = h.next("t", &f, &Context::default(), t(0));
+            if step.action == Action::RetrySame {
+                match hint {
+                    Some(ms) => prop_assert!(step.delay_ms >= ms),
+                    None => prop_assert!(step.delay_ms <= cap),
+                }
+            }
+        }
+    }
+}

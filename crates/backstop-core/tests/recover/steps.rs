@@ -1,0 +1,315 @@
+//! What the hinter says, step by step.
+
+use backstop_core::Class;
+use backstop_core::recover::{Action, Context, Hinter, HinterOptions, StrategyTable};
+
+use crate::{failure, hinter, on, t};
+
+fn actions(h: &mut Hinter, task: &str, json: &str, n: usize) -> Vec<Action> {
+    let f = failure(json);
+    (0..n)
+        .map(|_| h.next(task, &f, &Context::default(), t(0)).action)
+        .collect()
+}
+
+#[test]
+fn transient_retries_then_falls_back_then_escalates() {
+    use Action::*;
+    let mut h = hinter();
+    let got = actions(&mut h, "t1", r#"{"http_status": 503}"#, 6);
+    assert_eq!(
+        got,
+        [
+            RetrySame,
+            RetrySame,
+            RetrySame,
+            FallbackTool,
+            Escalate,
+            Escalate
+        ]
+    );
+    let last = h.next(
+        "t1",
+        &failure(r#"{"http_status": 503}"#),
+        &Context::default(),
+        t(0),
+    );
+    assert!(
+        last.reason
+            .contains("every strategy for transient is spent"),
+        "{}",
+        last.reason
+    );
+    assert!(last.escalation.is_some());
+    assert_eq!(last.attempts.class_used, last.attempts.class_max);
+}
+
+#[test]
+fn every_default_sequence() {
+    use Action::*;
+    let cases: [(&str, &[Action]); 11] = [
+        (r#"{"http_status": 429}"#, &[Wait, Wait, Wait, Escalate]),
+        (
+            r#"{"error_code": "insufficient_quota"}"#,
+            &[Escalate, Escalate],
+        ),
+        (r#"{"http_status": 401}"#, &[Escalate]),
+        (r#"{"http_status": 451}"#, &[Stop, Stop, Stop]),
+        (
+            r#"{"http_status": 501}"#,
+            &[FallbackTool, FallbackTool, Escalate],
+        ),
+        (
+            r#"{"output": {}, "schema": {"required": ["id"]}}"#,
+            &[ChangeApproach, FallbackTool, Stop, Stop],
+        ),
+        (r#"{"http_status": 400}"#, &[FixInput, ChangeApproach, Stop]),
+        (
+            r#"{"message": "no results found"}"#,
+            &[BroadenQuery, BroadenQuery, FallbackTool, Escalate],
+        ),
+        (r#"{"http_status": 409}"#, &[ChangeApproach, Escalate]),
+        (
+            r#"{"side_effects": {"done": 1, "total": 3}}"#,
+            &[Compensate, Compensate, Escalate],
+        ),
+        (
+            r#"{"error_code": "context_length_exceeded"}"#,
+            &[RetryPromoted, ReduceScope, ReduceScope, Escalate],
+        ),
+    ];
+    for (json, want) in cases {
+        let mut h = hinter();
+        assert_eq!(actions(&mut h, "t", json, want.len()), want, "{json}");
+    }
+}
+
+#[test]
+fn unclassified_stops_with_its_reason_unless_granted_once() {
+    let mut h = hinter();
+    let f = failure(r#"{"message": "the frobnicator declined"}"#);
+    assert_eq!(f.class, Class::Unclassified);
+    let step = h.next("t", &f, &Context::default(), t(0));
+    assert_eq!(step.action, Action::Stop);
+    assert!(step.hint.contains("no rule matched"), "{}", step.hint);
+    h.grant("t");
+    let step = h.next("t", &f, &Context::default(), t(0));
+    assert_eq!(step.action, Action::RetrySame);
+    assert!(step.reason.contains("operator granted"), "{}", step.reason);
+    assert_eq!(
+        h.next("t", &f, &Context::default(), t(0)).action,
+        Action::Stop,
+        "exactly one retry"
+    );
+}
+
+#[test]
+fn a_configured_grant_rule_gives_one_retry_for_the_evidence_it_names() {
+    let table = StrategyTable::load(Some((
+        "mine.toml",
+        "[[grants]]\nid = \"frob\"\ntool = \"frobnicator\"\nerror = \"declined\"\nreason = \"it declines while warming up\"\n",
+    )))
+    .unwrap();
+    let mut h = Hinter::new(table, HinterOptions { seed: 1 });
+    let f = failure(r#"{"message": "the frobnicator declined"}"#);
+    let ctx = Context {
+        tool: Some("frobnicator".into()),
+        error: Some("the frobnicator declined".into()),
+        ..Context::default()
+    };
+    let step = h.next("t", &f, &ctx, t(0));
+    assert_eq!(step.action, Action::RetrySame);
+    assert!(step.reason.contains("grant rule `frob`"), "{}", step.reason);
+    assert_eq!(h.next("t", &f, &ctx, t(0)).action, Action::Stop);
+    assert_eq!(
+        h.next("other", &f, &on("elsewhere"), t(0)).action,
+        Action::Stop,
+        "the rule names its tool"
+    );
+}
+
+#[test]
+fn not_retryable_skips_the_retry_strategies() {
+    let mut h = hinter();
+    let got = actions(
+        &mut h,
+        "t",
+        r#"{"http_status": 500, "headers": {"x-should-retry": "false"}}"#,
+        2,
+    );
+    assert_eq!(got, [Action::FallbackTool, Action::Escalate]);
+}
+
+#[test]
+fn a_rate_limit_waits_at_least_the_servers_hint() {
+    let mut h = hinter();
+    let f = failure(r#"{"http_status": 429, "headers": {"retry-after": "7"}}"#);
+    let step = h.next("t", &f, &Context::default(), t(0));
+    assert_eq!(step.action, Action::Wait);
+    assert!(
+        step.delay_ms >= 7000 && step.delay_ms <= 7250,
+        "{}",
+        step.delay_ms
+    );
+    assert!(step.hint.contains("7s"), "{}", step.hint);
+}
+
+#[test]
+fn a_hint_longer_than_the_longest_wait_defers_or_escalates() {
+    let mut h = hinter();
+    let f = failure(r#"{"http_status": 429, "headers": {"retry-after": "3600"}}"#);
+    let step = h.next("t", &f, &Context::default(), t(0));
+    assert_eq!(step.action, Action::Wait);
+    let until = step
+        .defer_until
+        .expect("a long wait is deferred, never slept");
+    assert!(until >= t(3600), "{until}");
+    assert!(
+        step.reason.contains("longer than the longest wait"),
+        "{}",
+        step.reason
+    );
+
+    let table = StrategyTable::load(Some(("m", "[limits]\nlong_wait = \"escalate\"\n"))).unwrap();
+    let mut h = Hinter::new(table, HinterOptions { seed: 1 });
+    let step = h.next("t", &f, &Context::default(), t(0));
+    assert_eq!(step.action, Action::Escalate);
+    assert!(step.defer_until.is_none());
+}
+
+#[test]
+fn peek_does_not_consume_and_reset_forgets() {
+    let mut h = hinter();
+    let f = failure(r#"{"http_status": 503}"#);
+    let ctx = Context::default();
+    let peeked = h.peek("t", &f, &ctx, t(0));
+    assert_eq!(h.peek("t", &f, &ctx, t(0)), peeked);
+    let taken = h.next("t", &f, &ctx, t(0));
+    assert_eq!(
+        (taken.action, taken.attempts.class_used),
+        (peeked.action, 1)
+    );
+    assert_eq!(h.peek("t", &f, &ctx, t(0)).attempts.class_used, 2);
+    h.reset("t");
+    assert_eq!(h.next("t", &f, &ctx, t(0)).attempts.class_used, 1);
+}
+
+#[test]
+fn classes_have_their_own_limits_and_the_task_has_one_across_them() {
+    let mut h = hinter();
+    let transient = failure(r#"{"http_status": 503}"#);
+    let invalid = failure(r#"{"http_status": 400}"#);
+    for _ in 0..5 {
+        h.next("t", &transient, &Context::default(), t(0));
+    }
+    // A storm of transient failures has not spent what invalid input needs.
+    assert_eq!(
+        h.next("t", &invalid, &Context::default(), t(0)).action,
+        Action::FixInput
+    );
+
+    let table = StrategyTable::load(Some(("m", "[limits]\ntask_max_attempts = 3\n"))).unwrap();
+    let mut h = Hinter::new(table, HinterOptions { seed: 1 });
+    let steps: Vec<_> = (0..4)
+        .map(|i| {
+            let f = if i % 2 == 0 { &transient } else { &invalid };
+            h.next("t", f, &Context::default(), t(0))
+        })
+        .collect();
+    assert_eq!(steps[2].attempts.task_used, 3);
+    assert_eq!(steps[3].action, Action::Escalate);
+    assert!(
+        steps[3].reason.contains("all 3 of its attempts"),
+        "{}",
+        steps[3].reason
+    );
+}
+
+#[test]
+fn an_open_breaker_turns_a_retry_into_a_fallback_or_a_wait() {
+    let mut h = hinter();
+    let f = failure(r#"{"http_status": 503}"#);
+    // Ten failures of one tool across tasks open its breaker (rate 1.0 over 10 calls).
+    for i in 0..10 {
+        h.record_failure("search", f.class, t(i));
+    }
+    let step = h.next("fresh", &f, &on("search"), t(11));
+    assert_eq!(step.action, Action::FallbackTool);
+    assert!(step.reason.contains("circuit breaker"), "{}", step.reason);
+    assert_eq!(
+        step.breaker.unwrap().state,
+        backstop_core::recover::breaker::BreakerState::Open
+    );
+
+    // With no fallback allowed, the agent waits until the breaker lets a probe through.
+    let no_fallback = failure(r#"{"http_status": 503, "headers": {"x-should-retry": "true"}}"#);
+    let mut table = StrategyTable::builtin();
+    table.classes.insert(
+        Class::Transient,
+        table.strategies(Class::Transient)[..1].to_vec(),
+    );
+    let mut h = Hinter::new(table, HinterOptions { seed: 1 });
+    for i in 0..10 {
+        h.record_failure("db", Class::Transient, t(i));
+    }
+    let mut f2 = no_fallback;
+    f2.fallback_allowed = false;
+    let step = h.next("x", &f2, &on("db"), t(11));
+    assert_eq!(step.action, Action::Wait);
+    assert!(step.defer_until.is_some());
+}
+
+#[test]
+fn invalid_input_and_policy_denials_do_not_trip_the_breaker() {
+    let mut h = hinter();
+    for (i, json) in [r#"{"http_status": 400}"#, r#"{"http_status": 451}"#]
+        .iter()
+        .cycle()
+        .take(30)
+        .enumerate()
+    {
+        h.next(&format!("t{i}"), &failure(json), &on("api"), t(0));
+    }
+    let (breaker, _) = h.tool_views("api", t(1)).unwrap();
+    assert_eq!(
+        breaker.state,
+        backstop_core::recover::breaker::BreakerState::Closed
+    );
+    assert_eq!(breaker.failures, 0);
+}
+
+#[test]
+fn an_empty_retry_budget_means_no_retry() {
+    let table = StrategyTable::load(Some((
+        "m",
+        "[budget]\nratio = 0.0\nmin_per_sec = 0.0\ncapacity = 2.0\n[breaker]\nmin_calls = 1000\nwindow = 1000\n",
+    )))
+    .unwrap();
+    let mut h = Hinter::new(table, HinterOptions { seed: 1 });
+    let f = failure(r#"{"http_status": 503}"#);
+    let got: Vec<Action> = (0..4)
+        .map(|i| h.next(&format!("t{i}"), &f, &on("api"), t(0)).action)
+        .collect();
+    assert_eq!(got[..2], [Action::RetrySame, Action::RetrySame]);
+    let step = h.next("t9", &f, &on("api"), t(0));
+    assert_eq!(step.action, Action::FallbackTool);
+    assert!(step.reason.contains("retry budget"), "{}", step.reason);
+}
+
+#[test]
+fn hints_are_filled_from_the_context() {
+    let mut h = hinter();
+    let ctx = Context {
+        tool: Some("web_search".into()),
+        operation: Some("search news".into()),
+        error: Some("HTTP 503".into()),
+    };
+    let step = h.next("t", &failure(r#"{"http_status": 503}"#), &ctx, t(0));
+    assert!(
+        step.hint
+            .starts_with("web_search failed for a passing reason (HTTP 503)"),
+        "{}",
+        step.hint
+    );
+    assert!(!step.hint.contains('{'), "{}", step.hint);
+}
