@@ -247,6 +247,43 @@ impl Report {
         self
     }
 
+    /// A short account of the failure for hints: the message's first line, else the most
+    /// specific code the report has (`HTTP 503`, `ECONNRESET`, ...).
+    pub fn summary(&self) -> String {
+        if let Some(message) = &self.message {
+            let line = message
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or(message)
+                .trim();
+            return if line.len() > 160 {
+                format!("{}…", &line[..line.floor_char_boundary(160)])
+            } else {
+                line.to_owned()
+            };
+        }
+        let codes = [
+            self.error_code.clone(),
+            self.sqlstate.as_ref().map(|s| format!("SQLSTATE {s}")),
+            self.errno.clone(),
+            self.grpc_code.map(|c| format!("gRPC {}", c.name())),
+            self.exception.clone(),
+            self.http_status.map(|s| format!("HTTP {s}")),
+            self.signal.as_ref().map(|s| s.name().to_owned()),
+            self.exit_code.map(|c| format!("exit status {c}")),
+            self.side_effects
+                .map(|e| format!("{} of {} side effects done", e.done, e.total)),
+            self.output
+                .as_ref()
+                .map(|_| "output that fails its schema".to_owned()),
+        ];
+        codes
+            .into_iter()
+            .flatten()
+            .next()
+            .unwrap_or_else(|| "the failure".to_owned())
+    }
+
     /// Whether no field is set.
     pub fn is_empty(&self) -> bool {
         *self == Report::default()
@@ -546,6 +583,20 @@ mod tests {
     fn a_numeric_error_code_is_its_text() {
         let report = Report::from_json(r#"{"error_code": -32601}"#).unwrap();
         assert_eq!(report.error_code.as_deref(), Some("-32601"));
+    }
+
+    #[test]
+    fn a_summary_names_the_most_specific_signal() {
+        let summary = |json: &str| Report::from_json(json).unwrap().summary();
+        assert_eq!(
+            summary(r#"{"http_status": 503, "message": "\n upstream busy \nmore"}"#),
+            "upstream busy"
+        );
+        assert_eq!(
+            summary(r#"{"http_status": 503, "errno": "ECONNRESET"}"#),
+            "ECONNRESET"
+        );
+        assert_eq!(summary(r#"{"http_status": 503}"#), "HTTP 503");
     }
 
     #[test]

@@ -35,6 +35,18 @@ pub enum Command {
     /// Work with classifier rule files.
     #[command(subcommand)]
     Rules(RulesCommand),
+    /// The next step after a failed call: classify it, count the attempt, answer what to do.
+    #[command(after_help = HINT_HELP)]
+    Hint(Box<HintArgs>),
+    /// Replay a recorded trace of call outcomes: what backstop would have said at each step.
+    #[command(after_help = REPLAY_HELP)]
+    Replay(ReplayArgs),
+    /// Work with recovery strategy files.
+    #[command(subcommand)]
+    Strategies(StrategiesCommand),
+    /// Simulate many clients retrying against one resource, to compare backoff kinds.
+    #[command(subcommand)]
+    Simulate(SimulateCommand),
 }
 
 const CLASSIFY_HELP: &str = "\
@@ -54,9 +66,131 @@ Exit codes:
   1  an I/O failure
   2  bad input: a flag, the report or a --rules file was refused; every issue is listed";
 
+const HINT_HELP: &str = "\
+Examples:
+  backstop hint --task t1 --status 503 --tool search
+  echo '{\"http_status\": 429, \"headers\": {\"retry-after\": \"2\"}}' | backstop hint --task t1
+  backstop hint --task t1 --jsonl < failures.jsonl
+
+A one-shot hint starts from fresh counters. With --jsonl, each line is one failure of the trace,
+counters carried from line to line: a report, or {\"report\": {...}, \"task\": \"t2\",
+\"at\": \"2026-01-01T00:00:05Z\", \"context\": {\"tool\": ..., \"operation\": ..., \"error\": ...}}
+where every key but report is optional (task defaults to --task, at to --now). The step is JSON
+when piped or with --json: {class, action, hint, delay_ms, defer_until, attempts, breaker,
+budget, escalation, reason}.
+
+Exit codes:
+  0  a step was printed (whatever its action; also for --jsonl with bad lines)
+  1  an I/O failure
+  2  bad input: a flag, the report, a rules or strategies file was refused; every issue listed";
+
+const REPLAY_HELP: &str = "\
+A trace is JSON Lines in time order, one call outcome a line:
+  {\"at\": \"2026-01-01T00:00:00Z\", \"task\": \"t1\", \"tool\": \"search\", \"outcome\": \"failure\", \"report\": {\"http_status\": 503}}
+  {\"at\": \"2026-01-01T00:00:02Z\", \"task\": \"t1\", \"tool\": \"search\", \"outcome\": \"success\"}
+Each failure is classified and given backstop's step; successes feed the tool's breaker and
+budget. A call is counted as saved when an earlier step for the same task and tool said stop,
+escalate or fall back, or asked for a wait that had not yet passed. A bad trace is refused
+whole, every bad line listed.
+
+Exit codes:
+  0  the replay was printed
+  1  an I/O failure
+  2  bad input: the trace, a flag, a rules or strategies file was refused";
+
+/// `backstop hint`.
+#[derive(Debug, Args)]
+pub struct HintArgs {
+    /// The agent's task: attempts are counted per task.
+    #[arg(long, value_name = "ID")]
+    pub task: String,
+    #[command(flatten)]
+    pub report: ReportArgs,
+    /// The time of the failure (RFC 3339); default: now.
+    #[arg(long, value_name = "RFC3339")]
+    pub now: Option<String>,
+    /// A rules file to use before the built-in rules; repeat for more.
+    #[arg(long = "rules", value_name = "FILE")]
+    pub rules: Vec<PathBuf>,
+    /// A strategies file over the built-in strategies (see `backstop strategies show`).
+    #[arg(long, value_name = "FILE")]
+    pub strategies: Option<PathBuf>,
+    /// The seed of the delays' jitter: the same seed gives the same steps.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+    /// Print JSON even on a terminal (same as --output-format json).
+    #[arg(long, conflicts_with = "output_format")]
+    pub json: bool,
+    /// How to print: auto (human on a terminal, JSON when piped), human or json.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = OutputChoice::Auto)]
+    pub output_format: OutputChoice,
+    /// Read one failure per line from stdin; write one JSON step per line, counters carried.
+    #[arg(long, conflicts_with_all = REPORT_FLAGS, conflicts_with = "output_format")]
+    pub jsonl: bool,
+}
+
+/// `backstop replay`.
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The trace: JSON Lines of call outcomes in time order.
+    #[arg(value_name = "TRACE.jsonl")]
+    pub trace: PathBuf,
+    /// A rules file to use before the built-in rules; repeat for more.
+    #[arg(long = "rules", value_name = "FILE")]
+    pub rules: Vec<PathBuf>,
+    /// A strategies file over the built-in strategies.
+    #[arg(long, value_name = "FILE")]
+    pub strategies: Option<PathBuf>,
+    /// The seed of the delays' jitter.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+    /// Print JSON even on a terminal (same as --output-format json).
+    #[arg(long, conflicts_with = "output_format")]
+    pub json: bool,
+    /// How to print: auto (human on a terminal, JSON when piped), human or json.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = OutputChoice::Auto)]
+    pub output_format: OutputChoice,
+}
+
+/// `backstop strategies ...`.
+#[derive(Debug, Subcommand)]
+pub enum StrategiesCommand {
+    /// Check strategy files over the built-in table; every issue is listed with its path.
+    #[command(
+        after_help = "Exit codes:\n  0  no issues\n  1  issues found (listed)\n  2  a file could not be read"
+    )]
+    Check(RulesCheckArgs),
+    /// Print the built-in strategies (rules/strategies.toml).
+    Show,
+}
+
 /// `backstop classify`.
 #[derive(Debug, Args)]
 pub struct ClassifyArgs {
+    #[command(flatten)]
+    pub report: ReportArgs,
+
+    /// The time to read HTTP-date retry hints against (RFC 3339); default: now.
+    #[arg(long, value_name = "RFC3339")]
+    pub now: Option<String>,
+    /// A rules file to use before the built-in rules; repeat for more (first file first).
+    #[arg(long = "rules", value_name = "FILE")]
+    pub rules: Vec<PathBuf>,
+    /// Print JSON even on a terminal (same as --output-format json).
+    #[arg(long, conflicts_with = "output_format")]
+    pub json: bool,
+    /// How to print: auto (human on a terminal, JSON when piped), human or json.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = OutputChoice::Auto)]
+    pub output_format: OutputChoice,
+    /// Read one JSON report per line from stdin; write one JSON result per line.
+    /// (JSON Lines output is always JSON: --output-format is refused with it.)
+    #[arg(long, conflicts_with_all = REPORT_FLAGS, conflicts_with = "output_format")]
+    pub jsonl: bool,
+}
+
+/// The flags that make up one report (`classify`, `hint`).
+#[derive(Debug, Args)]
+pub struct ReportArgs {
     /// HTTP status code (100-599).
     #[arg(long, value_name = "CODE", allow_hyphen_values = true)]
     pub status: Option<String>,
@@ -105,23 +239,6 @@ pub struct ClassifyArgs {
     /// The operation called on the tool.
     #[arg(long, value_name = "NAME")]
     pub operation: Option<String>,
-
-    /// The time to read HTTP-date retry hints against (RFC 3339); default: now.
-    #[arg(long, value_name = "RFC3339")]
-    pub now: Option<String>,
-    /// A rules file to use before the built-in rules; repeat for more (first file first).
-    #[arg(long = "rules", value_name = "FILE")]
-    pub rules: Vec<PathBuf>,
-    /// Print JSON even on a terminal (same as --output-format json).
-    #[arg(long, conflicts_with = "output_format")]
-    pub json: bool,
-    /// How to print: auto (human on a terminal, JSON when piped), human or json.
-    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = OutputChoice::Auto)]
-    pub output_format: OutputChoice,
-    /// Read one JSON report per line from stdin; write one JSON result per line.
-    /// (JSON Lines output is always JSON: --output-format is refused with it.)
-    #[arg(long, conflicts_with_all = REPORT_FLAGS, conflicts_with = "output_format")]
-    pub jsonl: bool,
 }
 
 /// The flags that make up a report; `--jsonl` takes none of them.
@@ -171,10 +288,83 @@ pub enum RulesCommand {
 /// `backstop rules check`.
 #[derive(Debug, Args)]
 pub struct RulesCheckArgs {
-    /// The rule files to check.
+    /// The files to check.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Print issues as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `backstop simulate ...`.
+#[derive(Debug, Subcommand)]
+pub enum SimulateCommand {
+    /// Compare backoff kinds: how many calls and how long until every client has written.
+    ///
+    /// N clients each want one successful write to the same row, which is updated with a
+    /// version check: a call takes --call-ms and succeeds only if no other write committed
+    /// while it ran, otherwise the client backs off and calls again (at most 1000 calls a
+    /// client). All clients start at once, and every kind (`none`, `full_jitter`,
+    /// `equal_jitter`, `decorrelated`) is run from the same seed; no real time passes.
+    #[command(after_help = SIMULATE_BACKOFF_HELP)]
+    Backoff(SimulateBackoffArgs),
+}
+
+const SIMULATE_BACKOFF_HELP: &str = "\
+Examples:
+  backstop simulate backoff --clients 100
+  backstop simulate backoff --clients 1000 --base 100ms --cap 20s --json
+
+Calls take the same time and nothing else varies, so plain exponential backoff (none) shows its
+worst case: clients that collided wait the same delay and collide again, one winner a round.
+
+Exit codes:
+  0  the simulation ran (also when a kind hit the limit of calls: see `finished`)
+  1  an I/O failure
+  2  bad input: a flag was refused; every issue is listed";
+
+/// `backstop simulate backoff`.
+#[derive(Debug, Args)]
+pub struct SimulateBackoffArgs {
+    /// How many clients contend, 1 to 100000.
+    #[arg(long, value_name = "N", required = true, allow_hyphen_values = true)]
+    pub clients: String,
+    /// How long one call takes, in milliseconds.
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value = "10",
+        allow_hyphen_values = true
+    )]
+    pub call_ms: String,
+    /// The first delay after a conflict (it doubles after each, up to --cap).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "10ms",
+        allow_hyphen_values = true
+    )]
+    pub base: String,
+    /// The longest delay.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "10s",
+        allow_hyphen_values = true
+    )]
+    pub cap: String,
+    /// The seed of the clients' jitter: the same seed gives the same result.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value = "1",
+        allow_hyphen_values = true
+    )]
+    pub seed: String,
+    /// Print JSON even on a terminal (same as --output-format json).
+    #[arg(long, conflicts_with = "output_format")]
+    pub json: bool,
+    /// How to print: auto (human on a terminal, JSON when piped), human or json.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = OutputChoice::Auto)]
+    pub output_format: OutputChoice,
 }

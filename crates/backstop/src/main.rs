@@ -46,21 +46,36 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 commands::classify::run(settings, &mut input, &mut out, &mut err)?
             }
             Err(issues) => {
-                if settings::OutputMode::choose(args.json, args.output_format)
-                    == settings::OutputMode::Json
-                {
-                    output::json_line(
-                        &mut out,
-                        &output::refusal("malformed", "the command was refused", &issues),
-                    )?;
-                } else {
-                    output::issues_human(&mut err, "the command was refused:", &issues)?;
-                }
-                commands::EXIT_BAD_INPUT
+                let mode = settings::OutputMode::choose(args.json, args.output_format);
+                output::refuse_command(mode, &issues, &mut out, &mut err)?
             }
         },
+        Command::Hint(args) => match settings::resolve_hint(&args) {
+            Ok(settings) => {
+                let mut input = io::stdin().lock();
+                commands::hint::run(&settings, &mut input, &mut out, &mut err)?
+            }
+            Err(issues) => {
+                let mode = settings::OutputMode::choose(args.json, args.output_format);
+                output::refuse_command(mode, &issues, &mut out, &mut err)?
+            }
+        },
+        Command::Replay(args) => match settings::resolve_replay(&args) {
+            Ok(settings) => commands::replay::run(settings, &mut out, &mut err)?,
+            Err(issues) => {
+                let mode = settings::OutputMode::choose(args.json, args.output_format);
+                output::refuse_command(mode, &issues, &mut out, &mut err)?
+            }
+        },
+        Command::Strategies(cli::StrategiesCommand::Check(args)) => {
+            commands::strategies::check(&args, &mut out)?
+        }
+        Command::Strategies(cli::StrategiesCommand::Show) => commands::strategies::show(&mut out)?,
         Command::Rules(RulesCommand::Check(args)) => commands::rules::check(&args, &mut out)?,
         Command::Rules(RulesCommand::Show) => commands::rules::show(&mut out)?,
+        Command::Simulate(cli::SimulateCommand::Backoff(args)) => {
+            commands::simulate::backoff(&args, &mut out, &mut err)?
+        }
     };
     out.flush()?;
     Ok(code)

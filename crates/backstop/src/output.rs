@@ -2,7 +2,12 @@
 
 use std::io::{self, Write};
 
+use backstop_core::recover::Step;
+use backstop_core::recover::strategy::human_ms;
 use backstop_core::{Classification, Issue};
+
+use crate::commands::EXIT_BAD_INPUT;
+use crate::settings::OutputMode;
 use serde_json::json;
 
 /// The one refusal shape: `{"error": {"code", "message", "issues": [...]}}`.
@@ -65,6 +70,68 @@ pub fn classification_human(out: &mut impl Write, c: &Classification) -> io::Res
             }
             writeln!(out)?;
         }
+    }
+    Ok(())
+}
+
+/// A refused command: the issues as one JSON refusal on stdout, or for a person on stderr.
+pub fn refuse_command(
+    mode: OutputMode,
+    issues: &[Issue],
+    out: &mut impl Write,
+    err: &mut impl Write,
+) -> io::Result<u8> {
+    match mode {
+        OutputMode::Json => {
+            json_line(
+                out,
+                &refusal("malformed", "the command was refused", issues),
+            )?;
+        }
+        OutputMode::Human => issues_human(err, "the command was refused:", issues)?,
+    }
+    Ok(EXIT_BAD_INPUT)
+}
+
+/// Writes a step for a person.
+pub fn step_human(out: &mut impl Write, step: &Step) -> io::Result<()> {
+    let when = match (step.defer_until, step.delay_ms) {
+        (Some(until), _) => format!(" (park the task until {until})"),
+        (None, 0) => String::new(),
+        (None, ms) => format!(" after {}", human_ms(ms)),
+    };
+    let a = step.attempts;
+    writeln!(
+        out,
+        "{}{when}  ({}; class {}/{}, task {}/{})",
+        step.action.as_str(),
+        step.class,
+        a.class_used,
+        a.class_max,
+        a.task_used,
+        a.task_max
+    )?;
+    writeln!(out, "  hint: {}", step.hint)?;
+    writeln!(out, "  reason: {}", step.reason)?;
+    if let Some(breaker) = &step.breaker {
+        let state = serde_json::to_value(breaker.state).unwrap_or_default();
+        writeln!(
+            out,
+            "  breaker: {}, {} of the last {} calls failed",
+            state.as_str().unwrap_or("unknown"),
+            breaker.failures,
+            breaker.calls
+        )?;
+    }
+    if let Some(budget) = &step.budget {
+        writeln!(
+            out,
+            "  retry budget: {:.1} of {:.0} retries banked",
+            budget.tokens, budget.capacity
+        )?;
+    }
+    if let Some(escalation) = &step.escalation {
+        writeln!(out, "  escalate to: {}", escalation.to)?;
     }
     Ok(())
 }

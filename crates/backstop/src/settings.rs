@@ -7,10 +7,11 @@ use std::path::Path;
 
 use backstop_core::Issue;
 use backstop_core::classify::RuleSet;
+use backstop_core::recover::StrategyTable;
 use backstop_core::report::{GrpcCode, Headers, Report, SideEffects, Signal};
 use jiff::Timestamp;
 
-use crate::cli::{ClassifyArgs, OutputChoice};
+use crate::cli::{ClassifyArgs, HintArgs, OutputChoice, ReplayArgs, ReportArgs};
 
 /// Log filter.
 pub const ENV_LOG: &str = "BACKSTOP_LOG";
@@ -70,22 +71,12 @@ pub struct ClassifySettings {
 /// Every issue with the flags, the report they make and the rules files.
 pub fn resolve_classify(args: &ClassifyArgs) -> Result<ClassifySettings, Vec<Issue>> {
     let mut issues = Vec::new();
-    let now = match &args.now {
-        None => Timestamp::now(),
-        Some(text) => text.parse().unwrap_or_else(|e| {
-            issues.push(Issue::new(
-                "--now",
-                "bad_time",
-                format!("`{text}` is not an RFC 3339 time like 2026-01-01T00:00:00Z: {e}"),
-            ));
-            Timestamp::UNIX_EPOCH
-        }),
-    };
+    let now = resolve_now(args.now.as_deref(), &mut issues);
     let rules = load_rules(&args.rules, &mut issues);
     let source = if args.jsonl {
         ReportSource::Lines
     } else {
-        match report_from_flags(args, &mut issues) {
+        match report_from_flags(&args.report, &mut issues) {
             Some(report) => ReportSource::Flags(Box::new(report)),
             None => ReportSource::Stdin,
         }
@@ -98,6 +89,154 @@ pub fn resolve_classify(args: &ClassifyArgs) -> Result<ClassifySettings, Vec<Iss
             output: OutputMode::choose(args.json, args.output_format),
         }),
         _ => Err(issues),
+    }
+}
+
+/// Everything `hint` needs.
+#[derive(Debug)]
+pub struct HintSettings {
+    /// The task whose counters a step uses, unless a line names another.
+    pub task: String,
+    /// Built-in rules with the user's in front.
+    pub rules: RuleSet,
+    /// The strategy table.
+    pub table: StrategyTable,
+    /// The seed of the jitter.
+    pub seed: u64,
+    /// The time of the failure, unless a line gives its own.
+    pub now: Timestamp,
+    /// Where the report comes from.
+    pub source: ReportSource,
+    /// How to print.
+    pub output: OutputMode,
+}
+
+/// Resolves `hint`'s flags.
+///
+/// # Errors
+/// Every issue with the flags, the report, the rules and the strategies file.
+pub fn resolve_hint(args: &HintArgs) -> Result<HintSettings, Vec<Issue>> {
+    let mut issues = Vec::new();
+    check_task(&args.task, "--task", &mut issues);
+    let now = resolve_now(args.now.as_deref(), &mut issues);
+    let rules = load_rules(&args.rules, &mut issues);
+    let table = load_strategies(args.strategies.as_deref(), &mut issues);
+    let source = if args.jsonl {
+        ReportSource::Lines
+    } else {
+        match report_from_flags(&args.report, &mut issues) {
+            Some(report) => ReportSource::Flags(Box::new(report)),
+            None => ReportSource::Stdin,
+        }
+    };
+    match (rules, table) {
+        (Some(rules), Some(table)) if issues.is_empty() => Ok(HintSettings {
+            task: args.task.clone(),
+            rules,
+            table,
+            seed: args.seed,
+            now,
+            source,
+            output: OutputMode::choose(args.json || args.jsonl, args.output_format),
+        }),
+        _ => Err(issues),
+    }
+}
+
+/// Everything `replay` needs.
+#[derive(Debug)]
+pub struct ReplaySettings {
+    /// Built-in rules with the user's in front.
+    pub rules: RuleSet,
+    /// The strategy table.
+    pub table: StrategyTable,
+    /// The seed of the jitter.
+    pub seed: u64,
+    /// The trace's text.
+    pub trace: String,
+    /// How to print.
+    pub output: OutputMode,
+}
+
+/// Resolves `replay`'s flags and reads the trace.
+///
+/// # Errors
+/// Every issue with the flags, the rules, the strategies file, and a trace that cannot be read.
+pub fn resolve_replay(args: &ReplayArgs) -> Result<ReplaySettings, Vec<Issue>> {
+    let mut issues = Vec::new();
+    let rules = load_rules(&args.rules, &mut issues);
+    let table = load_strategies(args.strategies.as_deref(), &mut issues);
+    let trace = fs::read_to_string(&args.trace).unwrap_or_else(|e| {
+        issues.push(Issue::new(
+            args.trace.display().to_string(),
+            "unreadable",
+            format!("cannot read the trace: {e}"),
+        ));
+        String::new()
+    });
+    match (rules, table) {
+        (Some(rules), Some(table)) if issues.is_empty() => Ok(ReplaySettings {
+            rules,
+            table,
+            seed: args.seed,
+            trace,
+            output: OutputMode::choose(args.json, args.output_format),
+        }),
+        _ => Err(issues),
+    }
+}
+
+/// The longest task id accepted.
+pub const MAX_TASK_LEN: usize = 200;
+
+/// A task id must be 1 to [`MAX_TASK_LEN`] characters.
+pub fn check_task(task: &str, path: &str, issues: &mut Vec<Issue>) {
+    if task.trim().is_empty() || task.len() > MAX_TASK_LEN {
+        issues.push(Issue::new(
+            path,
+            "bad_task",
+            format!("a task id is 1 to {MAX_TASK_LEN} characters, not blank"),
+        ));
+    }
+}
+
+/// `--now`, or the clock.
+fn resolve_now(text: Option<&str>, issues: &mut Vec<Issue>) -> Timestamp {
+    match text {
+        None => Timestamp::now(),
+        Some(text) => text.parse().unwrap_or_else(|e| {
+            issues.push(Issue::new(
+                "--now",
+                "bad_time",
+                format!("`{text}` is not an RFC 3339 time like 2026-01-01T00:00:00Z: {e}"),
+            ));
+            Timestamp::UNIX_EPOCH
+        }),
+    }
+}
+
+/// Reads a `--strategies` file over the built-in table.
+fn load_strategies(path: Option<&Path>, issues: &mut Vec<Issue>) -> Option<StrategyTable> {
+    let Some(path) = path else {
+        return Some(StrategyTable::builtin());
+    };
+    let text = match fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) => {
+            issues.push(Issue::new(
+                format!("--strategies {}", path.display()),
+                "unreadable",
+                format!("cannot read the strategies file: {e}"),
+            ));
+            return None;
+        }
+    };
+    match StrategyTable::load(Some((&path.display().to_string(), &text))) {
+        Ok(table) => Some(table),
+        Err(found) => {
+            issues.extend(found);
+            None
+        }
     }
 }
 
@@ -129,7 +268,7 @@ fn load_rules(paths: &[impl AsRef<Path>], issues: &mut Vec<Issue>) -> Option<Rul
 }
 
 /// The report the flags describe, or `None` when no report flag was given.
-fn report_from_flags(args: &ClassifyArgs, issues: &mut Vec<Issue>) -> Option<Report> {
+fn report_from_flags(args: &ReportArgs, issues: &mut Vec<Issue>) -> Option<Report> {
     let mut report = Report {
         tool: args.tool.clone(),
         operation: args.operation.clone(),
@@ -232,7 +371,7 @@ fn report_from_flags(args: &ClassifyArgs, issues: &mut Vec<Issue>) -> Option<Rep
 }
 
 /// Whether any flag that describes a report was given.
-fn has_report_flags(args: &ClassifyArgs) -> bool {
+fn has_report_flags(args: &ReportArgs) -> bool {
     let texts = [
         &args.status,
         &args.grpc_code,

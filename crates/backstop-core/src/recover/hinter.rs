@@ -5,6 +5,7 @@
 //! breakers and retry budgets in another.
 
 use std::num::NonZeroUsize;
+use std::sync::LazyLock;
 
 use jiff::{SignedDuration, Timestamp};
 use lru::LruCache;
@@ -13,9 +14,39 @@ use serde::{Deserialize, Serialize};
 use super::backoff::{self, Jitter};
 use super::breaker::{Admission, Breaker, BreakerView, counts_against_tool};
 use super::budget::{BudgetView, RetryBudget};
-use super::strategy::{Action, LongWait, MAX_STRATEGIES, StrategyTable, fill, human_ms};
+use super::strategy::{Action, LongWait, MAX_STRATEGIES, StrategyTable, Template, human_ms};
 use crate::class::{ALL_CLASSES, Class};
 use crate::classify::Classification;
+
+// The hints backstop writes itself, parsed once.
+static GRANTED_RETRY: LazyLock<Template> = LazyLock::new(|| {
+    Template::parse(
+        "Retry the same call once after {delay}; if it fails again, stop and report it.",
+    )
+});
+static BREAKER_FALLBACK: LazyLock<Template> = LazyLock::new(|| {
+    Template::parse(
+        "{tool} is failing too often to call now; use another tool that can do {operation}.",
+    )
+});
+static BREAKER_WAIT: LazyLock<Template> = LazyLock::new(|| {
+    Template::parse(
+        "{tool} is failing too often to call now; wait {delay} until it may be tried again.",
+    )
+});
+static PARK: LazyLock<Template> = LazyLock::new(|| {
+    Template::parse("Do not sleep: park this task and come back after {delay}, then retry {tool}.")
+});
+static TOO_LONG: LazyLock<Template> = LazyLock::new(|| {
+    Template::parse(
+        "{tool} asks for a wait of {delay}, too long to sleep; hand the task to a person.",
+    )
+});
+static SPENT: LazyLock<Template> = LazyLock::new(|| {
+    Template::parse(
+        "Every way backstop knows to recover from this {class} failure of {tool} is spent; hand the task to a person.",
+    )
+});
 
 /// Tools whose breaker and budget are kept (least recently used dropped).
 const MAX_TOOLS: usize = 4096;
@@ -159,29 +190,32 @@ impl Hinter {
         ctx: &Context,
         now: Timestamp,
     ) -> Step {
-        if !self.tasks.contains(task) {
-            self.tasks.put(task.to_owned(), TaskState::default());
+        // Disjoint fields: the task's counters and the tool's health are borrowed together, each
+        // found (or made) with one lookup.
+        let state = self.tasks.get_or_insert_mut_ref(task, TaskState::default);
+        let table = &self.table;
+        let mut health = ctx.tool.as_deref().map(|tool| {
+            self.tools.get_or_insert_mut_ref(tool, || ToolHealth {
+                breaker: Breaker::new(table.breaker),
+                budget: RetryBudget::new(table.budget),
+            })
+        });
+        if let Some(h) = health.as_deref_mut()
+            && counts_against_tool(failure.class)
+        {
+            h.breaker.record_failure(now);
         }
-        if let Some(tool) = ctx.tool.as_deref() {
-            let health = self.health(tool);
-            if counts_against_tool(failure.class) {
-                health.breaker.record_failure(now);
-            }
-        }
-        let state = self.tasks.get(task).cloned().unwrap_or_default();
-        let mut tool_health = ctx.tool.as_deref().and_then(|t| self.tools.get_mut(t));
         let plan = plan(
             &self.table,
             self.seed,
             task,
-            &state,
-            tool_health.as_deref_mut(),
+            state,
+            health.as_deref_mut(),
             failure,
             ctx,
             now,
             true,
         );
-        let state = self.tasks.get_mut(task).expect("inserted above");
         if let Some(i) = plan.consumed {
             state.used[class_index(failure.class)][i] += 1;
             state.task_used += 1;
@@ -195,7 +229,7 @@ impl Hinter {
             state.previous_delay_ms = plan.step.delay_ms;
         }
         if plan.retries_tool
-            && let Some(h) = tool_health
+            && let Some(h) = health
         {
             h.budget.try_spend(now);
         }
@@ -289,8 +323,15 @@ impl Hinter {
     }
 }
 
+fn write_number(out: &mut String, n: u32) {
+    use std::fmt::Write as _;
+    let _ = write!(out, "{n}");
+}
+
+/// A class's row in the counters: its place in [`ALL_CLASSES`], which lists them in
+/// declaration order.
 fn class_index(class: Class) -> usize {
-    ALL_CLASSES.iter().position(|c| *c == class).unwrap_or(0)
+    class as usize
 }
 
 /// Decides the step; `admit` says whether the breaker may change (a probe let through).
@@ -354,32 +395,29 @@ fn plan(
             reason,
         }
     };
-    let values = |delay: u64, attempt: u32, max: u32| {
-        let retry_after = failure
-            .retry_after_ms
-            .map_or_else(|| "none".to_owned(), human_ms);
-        let error = ctx.error.clone().unwrap_or_else(|| failure.reason.clone());
-        move |template: &str| {
-            fill(
-                template,
-                &[
-                    ("tool", tool_name),
-                    (
-                        "operation",
-                        ctx.operation.as_deref().unwrap_or("this operation"),
-                    ),
-                    ("error", &error),
-                    ("retry_after", &retry_after),
-                    ("delay", &human_ms(delay)),
-                    ("class", class.as_str()),
-                    ("attempt", &attempt.to_string()),
-                    ("max_attempts", &max.to_string()),
-                    ("task", task),
-                ],
-            )
+    // Placeholders are written straight into the hint, and only those the template uses.
+    let slots = |delay: u64, attempt: u32, max: u32| {
+        move |name: &str, out: &mut String| {
+            match name {
+                "tool" => out.push_str(tool_name),
+                "operation" => {
+                    out.push_str(ctx.operation.as_deref().unwrap_or("this operation"));
+                }
+                "error" => out.push_str(ctx.error.as_deref().unwrap_or(&failure.reason)),
+                "retry_after" => match failure.retry_after_ms {
+                    Some(ms) => out.push_str(&human_ms(ms)),
+                    None => out.push_str("none"),
+                },
+                "delay" => out.push_str(&human_ms(delay)),
+                "class" => out.push_str(class.as_str()),
+                "attempt" => write_number(out, attempt),
+                "max_attempts" => write_number(out, max),
+                "task" => out.push_str(task),
+                _ => return false,
+            }
+            true
         }
     };
-
     if state.task_used >= task_max {
         // A prohibition or an unknown failure stays a stop: the cap never turns it into a
         // hand-off that might be read as leave to try again.
@@ -431,9 +469,7 @@ fn plan(
                 Some(h) => backoff::hinted_ms(&table.backoff, h, &mut jitter),
                 None => backoff::delay_ms(&table.backoff, table.backoff.kind, 0, 0, &mut jitter),
             };
-            let hint = values(delay, 1, 1)(
-                "Retry the same call once after {delay}; if it fails again, stop and report it.",
-            );
+            let hint = GRANTED_RETRY.render(slots(delay, 1, 1));
             let reason = format!("unclassified ({}); {why}", failure.reason);
             return Plan {
                 step: finish(
@@ -489,11 +525,12 @@ fn plan(
             if let Admission::Rejected { until } = admission {
                 let views = views(&health);
                 let wait_ms = u64::try_from(until.duration_since(now).as_millis()).unwrap_or(0);
-                let open = format!("the circuit breaker of {tool_name} is open until {until}");
+                let open = format!(
+                    "the circuit breaker of {tool_name} is open for another {}",
+                    human_ms(wait_ms)
+                );
                 return if failure.fallback_allowed {
-                    let hint = values(0, 1, 1)(
-                        "{tool} is failing too often to call now; use another tool that can do {operation}.",
-                    );
+                    let hint = BREAKER_FALLBACK.render(slots(0, 1, 1));
                     Plan {
                         step: finish(
                             Action::FallbackTool,
@@ -509,9 +546,7 @@ fn plan(
                         retries_tool: false,
                     }
                 } else {
-                    let hint = values(wait_ms, 1, 1)(
-                        "{tool} is failing too often to call now; wait {delay} until it may be tried again.",
-                    );
+                    let hint = BREAKER_WAIT.render(slots(wait_ms, 1, 1));
                     Plan {
                         step: finish(
                             Action::Wait,
@@ -558,7 +593,9 @@ fn plan(
             attempt + 1,
             strategy.max_attempts
         );
-        let mut hint = values(delay, attempt + 1, strategy.max_attempts)(&strategy.hint);
+        let mut hint = strategy
+            .hint
+            .render(slots(delay, attempt + 1, strategy.max_attempts));
         if delay > table.limits.max_wait_ms {
             let long = format!(
                 "the wait of {} is longer than the longest wait backstop asks an agent to sleep ({})",
@@ -574,14 +611,10 @@ fn plan(
                         ))
                         .ok();
                     reason = format!("{reason}; {long}: park the task until then");
-                    hint = values(delay, attempt + 1, strategy.max_attempts)(
-                        "Do not sleep: park this task and come back after {delay}, then retry {tool}.",
-                    );
+                    hint = PARK.render(slots(delay, attempt + 1, strategy.max_attempts));
                 }
                 LongWait::Escalate => {
-                    let hint = values(delay, attempt + 1, strategy.max_attempts)(
-                        "{tool} asks for a wait of {delay}, too long to sleep; hand the task to a person.",
-                    );
+                    let hint = TOO_LONG.render(slots(delay, attempt + 1, strategy.max_attempts));
                     return Plan {
                         step: finish(
                             Action::Escalate,
@@ -636,9 +669,7 @@ fn plan(
     if !notes.is_empty() {
         reason = format!("{reason} ({})", notes.join("; "));
     }
-    let hint = values(0, 1, 1)(
-        "Every way backstop knows to recover from this {class} failure of {tool} is spent; hand the task to a person.",
-    );
+    let hint = SPENT.render(slots(0, 1, 1));
     Plan {
         step: finish(
             Action::Escalate,

@@ -160,7 +160,7 @@ pub struct Strategy {
     /// The backoff for this strategy, when not the table's.
     pub backoff: Option<BackoffKind>,
     /// The hint template (`{tool}`, `{error}`, `{delay}` ...).
-    pub hint: String,
+    pub hint: Template,
 }
 
 /// Delays: the curve and its bounds.
@@ -579,7 +579,7 @@ fn build_class(
                 max_attempts: raw.max_attempts,
                 cooldown_ms,
                 backoff: raw.backoff,
-                hint: raw.hint.clone(),
+                hint: Template::parse(&raw.hint),
             }
         })
         .collect()
@@ -616,9 +616,79 @@ fn check_template(template: &str, path: &str, issues: &mut Vec<Issue>) {
     }
 }
 
+/// A hint template, split once into text and placeholders so that filling it is a walk, not
+/// a search.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Template {
+    text: String,
+    /// Byte ranges of `text`: literal text, or a placeholder's name.
+    parts: Vec<(bool, std::ops::Range<usize>)>,
+}
+
+impl Template {
+    /// Splits a template; an unclosed `{` is kept as text.
+    pub fn parse(text: &str) -> Template {
+        let mut parts = Vec::new();
+        let mut at = 0;
+        while let Some(open) = text[at..].find('{').map(|i| at + i) {
+            let Some(close) = text[open + 1..].find('}').map(|i| open + 1 + i) else {
+                break;
+            };
+            if open > at {
+                parts.push((false, at..open));
+            }
+            parts.push((true, open + 1..close));
+            at = close + 1;
+        }
+        if at < text.len() {
+            parts.push((false, at..text.len()));
+        }
+        Template {
+            text: text.to_owned(),
+            parts,
+        }
+    }
+
+    /// The template as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Fills the template, asking `write` to append each placeholder's value; a placeholder it
+    /// does not know (`write` returns false) is kept as written.
+    pub fn render(&self, mut write: impl FnMut(&str, &mut String) -> bool) -> String {
+        let mut out = String::with_capacity(self.text.len() + 48);
+        for (slot, range) in &self.parts {
+            let piece = &self.text[range.clone()];
+            if !*slot {
+                out.push_str(piece);
+            } else if !write(piece, &mut out) {
+                out.push('{');
+                out.push_str(piece);
+                out.push('}');
+            }
+        }
+        out
+    }
+}
+
 /// Fills a template's placeholders from `(name, value)` pairs.
 pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
-    let mut out = String::with_capacity(template.len() + 32);
+    fill_with(template, |name, out| {
+        match values.iter().find(|(n, _)| *n == name) {
+            Some((_, value)) => {
+                out.push_str(value);
+                true
+            }
+            None => false,
+        }
+    })
+}
+
+/// Fills a template, asking `write` to append each placeholder's value; a placeholder it
+/// does not know (`write` returns false) is kept as written.
+pub fn fill_with(template: &str, mut write: impl FnMut(&str, &mut String) -> bool) -> String {
+    let mut out = String::with_capacity(template.len() + 48);
     let mut rest = template;
     while let Some(open) = rest.find('{') {
         out.push_str(&rest[..open]);
@@ -627,10 +697,7 @@ pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
             out.push_str(&rest[open..]);
             return out;
         };
-        let name = &after[..close];
-        if let Some((_, value)) = values.iter().find(|(n, _)| *n == name) {
-            out.push_str(value);
-        } else {
+        if !write(&after[..close], &mut out) {
             out.push_str(&rest[open..=open + close + 1]);
         }
         rest = &after[close + 1..];
@@ -766,6 +833,29 @@ mod tests {
         );
         assert_eq!(fill("a {b} c", &[]), "a {b} c");
         assert_eq!(fill("open { only", &[]), "open { only");
+    }
+
+    #[test]
+    fn a_parsed_template_renders_like_fill() {
+        for text in [
+            "{tool} failed: {error}",
+            "no slots",
+            "a {b} c {",
+            "{x}{y}",
+            "",
+        ] {
+            let values = [("tool", "search"), ("error", "503"), ("x", "1")];
+            let rendered = Template::parse(text).render(|name, out| {
+                match values.iter().find(|(n, _)| *n == name) {
+                    Some((_, v)) => {
+                        out.push_str(v);
+                        true
+                    }
+                    None => false,
+                }
+            });
+            assert_eq!(rendered, fill(text, &values), "{text}");
+        }
     }
 
     #[test]

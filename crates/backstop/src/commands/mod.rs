@@ -1,7 +1,11 @@
 //! One module per command; each writes to the writers it is given and returns an exit code.
 
 pub mod classify;
+pub mod hint;
+pub mod replay;
 pub mod rules;
+pub mod simulate;
+pub mod strategies;
 
 /// Exit code: done.
 pub const EXIT_OK: u8 = 0;

@@ -7,6 +7,7 @@
 //! - `user_rules`: `classify --rules FILE` in front of the built-in rules, and bad rule files
 //! - `errors`: bad flags and bad stdin are refused with every issue and its flag at once
 //! - `rules_cmd`: `rules check` (ok, shadowed, unreadable, JSON shape) and `rules show`
+//! - `simulate`: `simulate backoff`: full jitter against plain exponential, the table, bad flags
 //! - `help`: the `--help` texts, wrapped at 100 columns
 //!
 //! Snapshots are in `snapshots/`; accept new ones with `INSTA_UPDATE=always` and read them.
@@ -16,5 +17,6 @@ mod errors;
 mod help;
 mod jsonl;
 mod rules_cmd;
+mod simulate;
 mod support;
 mod user_rules;

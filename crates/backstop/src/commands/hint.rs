@@ -1,0 +1,165 @@
+//! `backstop hint`: classify a failure, count the attempt, print the next step.
+
+use std::io::{self, BufRead, Write};
+
+use backstop_core::classify::classify;
+use backstop_core::recover::{Context, Hinter, HinterOptions};
+use backstop_core::{Issue, Report};
+use jiff::Timestamp;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{EXIT_BAD_INPUT, EXIT_OK};
+use crate::output;
+use crate::settings::{HintSettings, OutputMode, ReportSource, check_task};
+
+/// One line of a `--jsonl` trace, in its envelope form.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Envelope {
+    report: serde_json::Value,
+    #[serde(default)]
+    task: Option<String>,
+    #[serde(default)]
+    at: Option<Timestamp>,
+    #[serde(default)]
+    context: Option<Context>,
+}
+
+/// Runs `hint`.
+pub fn run(
+    settings: &HintSettings,
+    input: &mut impl BufRead,
+    out: &mut impl Write,
+    err: &mut impl Write,
+) -> io::Result<u8> {
+    let mut hinter = Hinter::new(
+        settings.table.clone(),
+        HinterOptions {
+            seed: settings.seed,
+        },
+    );
+    let report = match &settings.source {
+        ReportSource::Lines => return stream(settings, &mut hinter, input, out),
+        ReportSource::Flags(report) => (**report).clone(),
+        ReportSource::Stdin => {
+            let mut text = String::new();
+            input.read_to_string(&mut text)?;
+            let parsed = if text.trim().is_empty() {
+                Err(vec![Issue::new(
+                    "stdin",
+                    "empty_input",
+                    "no report: give report flags (see --help) or one JSON report on stdin",
+                )])
+            } else {
+                Report::from_json(&text)
+            };
+            match parsed {
+                Ok(report) => report,
+                Err(issues) => {
+                    match settings.output {
+                        OutputMode::Json => output::json_line(
+                            out,
+                            &output::refusal("malformed", "the report was refused", &issues),
+                        )?,
+                        OutputMode::Human => {
+                            output::issues_human(err, "the report was refused:", &issues)?;
+                        }
+                    }
+                    return Ok(EXIT_BAD_INPUT);
+                }
+            }
+        }
+    };
+    let ctx = context_of(&report, None);
+    let failure = classify(&settings.rules, &report, settings.now);
+    let step = hinter.next(&settings.task, &failure, &ctx, settings.now);
+    match settings.output {
+        OutputMode::Json => output::json_line(out, &step)?,
+        OutputMode::Human => output::step_human(out, &step)?,
+    }
+    Ok(EXIT_OK)
+}
+
+/// The context a report gives: its tool, operation and message, unless the line says more.
+fn context_of(report: &Report, given: Option<Context>) -> Context {
+    let given = given.unwrap_or_default();
+    Context {
+        tool: given.tool.or_else(|| report.tool.clone()),
+        operation: given.operation.or_else(|| report.operation.clone()),
+        error: given.error.or_else(|| Some(report.summary())),
+    }
+}
+
+/// One step per line, counters carried from line to line.
+fn stream(
+    settings: &HintSettings,
+    hinter: &mut Hinter,
+    input: &mut impl BufRead,
+    out: &mut impl Write,
+) -> io::Result<u8> {
+    let mut line = Vec::new();
+    let mut number = 0usize;
+    loop {
+        line.clear();
+        if input.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        number += 1;
+        if line.trim_ascii().is_empty() {
+            continue;
+        }
+        match parse_line(settings, &line) {
+            Ok((task, report, at, context)) => {
+                let failure = classify(&settings.rules, &report, at);
+                let step = hinter.next(&task, &failure, &context_of(&report, context), at);
+                output::json_line(out, &step)?;
+            }
+            Err(issues) => {
+                let mut value =
+                    output::refusal("malformed", "the failure on this line was refused", &issues);
+                value["line"] = json!(number);
+                output::json_line(out, &value)?;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(EXIT_OK)
+}
+
+type Line = (String, Report, Timestamp, Option<Context>);
+
+/// A line is a report, or an envelope `{report, task?, at?, context?}`.
+fn parse_line(settings: &HintSettings, line: &[u8]) -> Result<Line, Vec<Issue>> {
+    let text = std::str::from_utf8(line)
+        .map_err(|_| vec![Issue::new("", "bad_utf8", "the line is not UTF-8")])?;
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| vec![Issue::new("", "bad_json", e.to_string())])?;
+    if value.get("report").is_none() {
+        let report = Report::from_json(text)?;
+        return Ok((settings.task.clone(), report, settings.now, None));
+    }
+    let envelope: Envelope = serde_json::from_value(value)
+        .map_err(|e| vec![Issue::new("", "bad_envelope", e.to_string())])?;
+    let report = Report::from_json(&envelope.report.to_string()).map_err(|issues| {
+        issues
+            .into_iter()
+            .map(|mut issue| {
+                issue.path = backstop_core::issue::join_path("report", &issue.path);
+                issue
+            })
+            .collect::<Vec<_>>()
+    })?;
+    let task = envelope.task.unwrap_or_else(|| settings.task.clone());
+    let mut issues = Vec::new();
+    check_task(&task, "task", &mut issues);
+    if !issues.is_empty() {
+        return Err(issues);
+    }
+    Ok((
+        task,
+        report,
+        envelope.at.unwrap_or(settings.now),
+        envelope.context,
+    ))
+}
