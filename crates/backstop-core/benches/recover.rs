@@ -40,6 +40,7 @@ fn bench(c: &mut Criterion) {
             tool: Some((*t).to_owned()),
             operation: Some("call".into()),
             error: None,
+            request: None,
         })
         .collect();
     let mut hinter = Hinter::new(StrategyTable::builtin(), HinterOptions { seed: 7 });

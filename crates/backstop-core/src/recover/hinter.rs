@@ -19,6 +19,11 @@ use crate::class::{ALL_CLASSES, Class};
 use crate::classify::Classification;
 
 // The hints backstop writes itself, parsed once.
+static DENIED: LazyLock<Template> = LazyLock::new(|| {
+    Template::parse(
+        "Stop: this task met a policy denial. Do not retry, do not try another tool, do not work around it; report it.",
+    )
+});
 static GRANTED_RETRY: LazyLock<Template> = LazyLock::new(|| {
     Template::parse(
         "Retry the same call once after {delay}; if it fails again, stop and report it.",
@@ -64,6 +69,10 @@ pub struct Context {
     /// The error, in the agent's words or the tool's.
     #[serde(default)]
     pub error: Option<String>,
+    /// The action the agent wants to take, when it asks leave for one (`fallback_tool`).
+    /// After a policy denial, any request but `stop` or `escalate` is refused.
+    #[serde(default)]
+    pub request: Option<Action>,
 }
 
 /// The next step for an agent.
@@ -123,6 +132,9 @@ struct TaskState {
     operator_grants: u8,
     /// Whether a configured grant rule already gave this task its one retry.
     rule_grant_used: bool,
+    /// The policy denial that stopped this task, if one did: every later step of the task is
+    /// `stop`, whatever tool or class, until the task is reset.
+    denied: Option<String>,
 }
 
 /// A tool's health.
@@ -227,6 +239,9 @@ impl Hinter {
         }
         if plan.step.action.is_retry() {
             state.previous_delay_ms = plan.step.delay_ms;
+        }
+        if failure.class == Class::PolicyDenied && state.denied.is_none() {
+            state.denied = Some(ctx.tool.clone().unwrap_or_else(|| "a tool".to_owned()));
         }
         if plan.retries_tool
             && let Some(h) = health
@@ -418,6 +433,29 @@ fn plan(
             true
         }
     };
+    // A policy denial is a prohibition: once a task met one, nothing the agent does next on
+    // that task — another tool, another approach, a request for leave — is anything but stop.
+    let denied_before = state.denied.as_deref();
+    let asks_more = ctx
+        .request
+        .is_some_and(|r| !matches!(r, Action::Stop | Action::Escalate));
+    if denied_before.is_some() || (class == Class::PolicyDenied && asks_more) {
+        let by = denied_before.unwrap_or(tool_name);
+        let mut reason = format!(
+            "this task was stopped by a policy denial of {by}; a fallback, a retry or any other way around it is refused"
+        );
+        if let Some(request) = ctx.request {
+            reason = format!("a request for `{}` is refused: {reason}", request.as_str());
+        }
+        let hint = DENIED.render(slots(0, 1, 1));
+        return Plan {
+            step: finish(Action::Stop, hint, 0, None, false, reason, views(&health)),
+            consumed: None,
+            grant: None,
+            retries_tool: false,
+        };
+    }
+
     if state.task_used >= task_max {
         // A prohibition or an unknown failure stays a stop: the cap never turns it into a
         // hand-off that might be read as leave to try again.

@@ -227,6 +227,7 @@ pub fn replay(
                     tool: Some(event.tool.clone()),
                     operation: event.operation.clone(),
                     error: Some(report.summary()),
+                    request: None,
                 };
                 let step = hinter.next(&event.task, &c, &ctx, event.at);
                 count(&mut totals, &step);

@@ -33,6 +33,6 @@ pub fn on(tool: &str) -> Context {
     Context {
         tool: Some(tool.to_owned()),
         operation: Some("search".to_owned()),
-        error: None,
+        ..Context::default()
     }
 }

@@ -303,6 +303,7 @@ fn hints_are_filled_from_the_context() {
         tool: Some("web_search".into()),
         operation: Some("search news".into()),
         error: Some("HTTP 503".into()),
+        request: None,
     };
     let step = h.next("t", &failure(r#"{"http_status": 503}"#), &ctx, t(0));
     assert!(
@@ -312,4 +313,57 @@ fn hints_are_filled_from_the_context() {
         step.hint
     );
     assert!(!step.hint.contains('{'), "{}", step.hint);
+}
+
+#[test]
+fn after_a_policy_denial_the_task_stops_whatever_it_tries_next() {
+    let mut h = hinter();
+    let denial = failure(r#"{"message": "blocked by sandbox policy"}"#);
+    assert_eq!(
+        h.next("t", &denial, &on("shell"), t(0)).action,
+        Action::Stop
+    );
+    // The agent reaches for another tool: a workaround, refused.
+    let other = failure(r#"{"http_status": 503}"#);
+    let step = h.next("t", &other, &on("python"), t(1));
+    assert_eq!(step.action, Action::Stop);
+    assert!(
+        step.reason.contains("policy denial of shell"),
+        "{}",
+        step.reason
+    );
+    // Other tasks are not affected, and an operator's reset ends the stop.
+    assert_eq!(
+        h.next("u", &other, &on("python"), t(1)).action,
+        Action::RetrySame
+    );
+    h.reset("t");
+    assert_eq!(
+        h.next("t", &other, &on("python"), t(2)).action,
+        Action::RetrySame
+    );
+}
+
+#[test]
+fn a_request_for_a_fallback_after_a_policy_denial_is_refused() {
+    let mut h = hinter();
+    let denial = failure(r#"{"http_status": 451}"#);
+    let ctx = Context {
+        request: Some(Action::FallbackTool),
+        ..on("web")
+    };
+    let step = h.next("t", &denial, &ctx, t(0));
+    assert_eq!(step.action, Action::Stop);
+    assert!(
+        step.reason
+            .contains("a request for `fallback_tool` is refused"),
+        "{}",
+        step.reason
+    );
+    // Asking to escalate instead is not a workaround.
+    let ctx = Context {
+        request: Some(Action::Escalate),
+        ..on("web")
+    };
+    assert!(!h.peek("u", &denial, &ctx, t(0)).reason.contains("refused"));
 }

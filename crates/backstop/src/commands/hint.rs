@@ -88,6 +88,7 @@ fn context_of(report: &Report, given: Option<Context>) -> Context {
         tool: given.tool.or_else(|| report.tool.clone()),
         operation: given.operation.or_else(|| report.operation.clone()),
         error: given.error.or_else(|| Some(report.summary())),
+        request: given.request,
     }
 }
 
