@@ -109,21 +109,10 @@ pub struct HintArgs {
     /// The time of the failure (RFC 3339); default: now.
     #[arg(long, value_name = "RFC3339")]
     pub now: Option<String>,
-    /// A rules file to use before the built-in rules; repeat for more.
-    #[arg(long = "rules", value_name = "FILE")]
-    pub rules: Vec<PathBuf>,
-    /// A strategies file over the built-in strategies (see `backstop strategies show`).
-    #[arg(long, value_name = "FILE")]
-    pub strategies: Option<PathBuf>,
-    /// The seed of the delays' jitter: the same seed gives the same steps.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub seed: u64,
-    /// Print JSON even on a terminal (same as --output-format json).
-    #[arg(long, conflicts_with = "output_format")]
-    pub json: bool,
-    /// How to print: auto (human on a terminal, JSON when piped), human or json.
-    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = OutputChoice::Auto)]
-    pub output_format: OutputChoice,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// Read one failure per line from stdin; write one JSON step per line, counters carried.
     #[arg(long, conflicts_with_all = REPORT_FLAGS, conflicts_with = "output_format")]
     pub jsonl: bool,
@@ -135,21 +124,24 @@ pub struct ReplayArgs {
     /// The trace: JSON Lines of call outcomes in time order.
     #[arg(value_name = "TRACE.jsonl")]
     pub trace: PathBuf,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// The policy a recovery command applies (`hint`, `replay`).
+#[derive(Debug, Args)]
+pub struct PolicyArgs {
     /// A rules file to use before the built-in rules; repeat for more.
     #[arg(long = "rules", value_name = "FILE")]
     pub rules: Vec<PathBuf>,
-    /// A strategies file over the built-in strategies.
+    /// A strategies file over the built-in strategies (see `backstop strategies show`).
     #[arg(long, value_name = "FILE")]
     pub strategies: Option<PathBuf>,
-    /// The seed of the delays' jitter.
+    /// The seed of the delays' jitter: the same seed gives the same steps.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,
-    /// Print JSON even on a terminal (same as --output-format json).
-    #[arg(long, conflicts_with = "output_format")]
-    pub json: bool,
-    /// How to print: auto (human on a terminal, JSON when piped), human or json.
-    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = OutputChoice::Auto)]
-    pub output_format: OutputChoice,
 }
 
 /// `backstop strategies ...`.
@@ -176,12 +168,8 @@ pub struct ClassifyArgs {
     /// A rules file to use before the built-in rules; repeat for more (first file first).
     #[arg(long = "rules", value_name = "FILE")]
     pub rules: Vec<PathBuf>,
-    /// Print JSON even on a terminal (same as --output-format json).
-    #[arg(long, conflicts_with = "output_format")]
-    pub json: bool,
-    /// How to print: auto (human on a terminal, JSON when piped), human or json.
-    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = OutputChoice::Auto)]
-    pub output_format: OutputChoice,
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// Read one JSON report per line from stdin; write one JSON result per line.
     /// (JSON Lines output is always JSON: --output-format is refused with it.)
     #[arg(long, conflicts_with_all = REPORT_FLAGS, conflicts_with = "output_format")]
@@ -260,6 +248,24 @@ pub const REPORT_FLAGS: [&str; 16] = [
     "tool",
     "operation",
 ];
+
+/// How a command prints.
+#[derive(Debug, Args)]
+pub struct OutputArgs {
+    /// Print JSON even on a terminal (same as --output-format json).
+    #[arg(long, conflicts_with = "output_format")]
+    pub json: bool,
+    /// How to print: auto (human on a terminal, JSON when piped), human or json.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = OutputChoice::Auto)]
+    pub output_format: OutputChoice,
+}
+
+impl OutputArgs {
+    /// The output mode these flags choose.
+    pub fn mode(&self) -> crate::settings::OutputMode {
+        crate::settings::OutputMode::choose(self.json, self.output_format)
+    }
+}
 
 /// How output is printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -361,10 +367,6 @@ pub struct SimulateBackoffArgs {
         allow_hyphen_values = true
     )]
     pub seed: String,
-    /// Print JSON even on a terminal (same as --output-format json).
-    #[arg(long, conflicts_with = "output_format")]
-    pub json: bool,
-    /// How to print: auto (human on a terminal, JSON when piped), human or json.
-    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = OutputChoice::Auto)]
-    pub output_format: OutputChoice,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }

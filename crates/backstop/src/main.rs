@@ -46,7 +46,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 commands::classify::run(settings, &mut input, &mut out, &mut err)?
             }
             Err(issues) => {
-                let mode = settings::OutputMode::choose(args.json, args.output_format);
+                let mode = args.output.mode();
                 output::refuse_command(mode, &issues, &mut out, &mut err)?
             }
         },
@@ -56,14 +56,14 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 commands::hint::run(&settings, &mut input, &mut out, &mut err)?
             }
             Err(issues) => {
-                let mode = settings::OutputMode::choose(args.json, args.output_format);
+                let mode = args.output.mode();
                 output::refuse_command(mode, &issues, &mut out, &mut err)?
             }
         },
         Command::Replay(args) => match settings::resolve_replay(&args) {
             Ok(settings) => commands::replay::run(settings, &mut out, &mut err)?,
             Err(issues) => {
-                let mode = settings::OutputMode::choose(args.json, args.output_format);
+                let mode = args.output.mode();
                 output::refuse_command(mode, &issues, &mut out, &mut err)?
             }
         },

@@ -86,7 +86,7 @@ pub fn resolve_classify(args: &ClassifyArgs) -> Result<ClassifySettings, Vec<Iss
             rules,
             now,
             source,
-            output: OutputMode::choose(args.json, args.output_format),
+            output: args.output.mode(),
         }),
         _ => Err(issues),
     }
@@ -119,8 +119,8 @@ pub fn resolve_hint(args: &HintArgs) -> Result<HintSettings, Vec<Issue>> {
     let mut issues = Vec::new();
     check_task(&args.task, "--task", &mut issues);
     let now = resolve_now(args.now.as_deref(), &mut issues);
-    let rules = load_rules(&args.rules, &mut issues);
-    let table = load_strategies(args.strategies.as_deref(), &mut issues);
+    let rules = load_rules(&args.policy.rules, &mut issues);
+    let table = load_strategies(args.policy.strategies.as_deref(), &mut issues);
     let source = if args.jsonl {
         ReportSource::Lines
     } else {
@@ -134,10 +134,14 @@ pub fn resolve_hint(args: &HintArgs) -> Result<HintSettings, Vec<Issue>> {
             task: args.task.clone(),
             rules,
             table,
-            seed: args.seed,
+            seed: args.policy.seed,
             now,
             source,
-            output: OutputMode::choose(args.json || args.jsonl, args.output_format),
+            output: if args.jsonl {
+                OutputMode::Json
+            } else {
+                args.output.mode()
+            },
         }),
         _ => Err(issues),
     }
@@ -164,8 +168,8 @@ pub struct ReplaySettings {
 /// Every issue with the flags, the rules, the strategies file, and a trace that cannot be read.
 pub fn resolve_replay(args: &ReplayArgs) -> Result<ReplaySettings, Vec<Issue>> {
     let mut issues = Vec::new();
-    let rules = load_rules(&args.rules, &mut issues);
-    let table = load_strategies(args.strategies.as_deref(), &mut issues);
+    let rules = load_rules(&args.policy.rules, &mut issues);
+    let table = load_strategies(args.policy.strategies.as_deref(), &mut issues);
     let trace = fs::read_to_string(&args.trace).unwrap_or_else(|e| {
         issues.push(Issue::new(
             args.trace.display().to_string(),
@@ -178,9 +182,9 @@ pub fn resolve_replay(args: &ReplayArgs) -> Result<ReplaySettings, Vec<Issue>> {
         (Some(rules), Some(table)) if issues.is_empty() => Ok(ReplaySettings {
             rules,
             table,
-            seed: args.seed,
+            seed: args.policy.seed,
             trace,
-            output: OutputMode::choose(args.json, args.output_format),
+            output: args.output.mode(),
         }),
         _ => Err(issues),
     }

@@ -1,5 +1,6 @@
 //! One module per command; each writes to the writers it is given and returns an exit code.
 
+pub mod check;
 pub mod classify;
 pub mod hint;
 pub mod replay;

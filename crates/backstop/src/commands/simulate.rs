@@ -31,7 +31,7 @@ pub fn backoff(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> io::Result<u8> {
-    let mode = OutputMode::choose(args.json, args.output_format);
+    let mode = args.output.mode();
     let config = match resolve(args) {
         Ok(config) => config,
         Err(issues) => return output::refuse_command(mode, &issues, out, err),

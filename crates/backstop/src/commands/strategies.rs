@@ -1,58 +1,16 @@
 //! `backstop strategies check` and `backstop strategies show`.
 
-use std::fs;
 use std::io::{self, Write};
 
-use backstop_core::Issue;
 use backstop_core::recover::strategy::{DEFAULT_STRATEGIES, check_strategies};
-use serde_json::json;
 
-use super::{EXIT_BAD_INPUT, EXIT_ISSUES, EXIT_OK};
+use super::EXIT_OK;
+use super::check::check_files;
 use crate::cli::RulesCheckArgs;
-use crate::output;
 
 /// Checks each file over the built-in table; every issue is listed with its file and path.
 pub fn check(args: &RulesCheckArgs, out: &mut impl Write) -> io::Result<u8> {
-    let mut report = Vec::new();
-    let mut unreadable = false;
-    for path in &args.files {
-        let origin = path.display().to_string();
-        let issues = match fs::read_to_string(path) {
-            Ok(text) => check_strategies(&text, &origin),
-            Err(e) => {
-                unreadable = true;
-                vec![Issue::new(
-                    &origin,
-                    "unreadable",
-                    format!("cannot read the file: {e}"),
-                )]
-            }
-        };
-        report.push((origin, issues));
-    }
-    if args.json {
-        let files: Vec<_> = report
-            .iter()
-            .map(|(file, issues)| json!({"file": file, "ok": issues.is_empty(), "issues": issues}))
-            .collect();
-        output::json_line(out, &json!({"files": files}))?;
-    } else {
-        for (file, issues) in &report {
-            if issues.is_empty() {
-                writeln!(out, "{file}: ok")?;
-            } else {
-                let noun = if issues.len() == 1 { "issue" } else { "issues" };
-                output::issues_human(out, &format!("{file}: {} {noun}", issues.len()), issues)?;
-            }
-        }
-    }
-    Ok(if unreadable {
-        EXIT_BAD_INPUT
-    } else if report.iter().any(|(_, issues)| !issues.is_empty()) {
-        EXIT_ISSUES
-    } else {
-        EXIT_OK
-    })
+    check_files(args, out, check_strategies)
 }
 
 /// Prints the built-in strategies.

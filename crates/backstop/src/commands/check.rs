@@ -1,0 +1,60 @@
+//! Checking files (`rules check`, `strategies check`): every issue of every file, with paths.
+
+use std::fs;
+use std::io::{self, Write};
+
+use backstop_core::Issue;
+use serde_json::json;
+
+use super::{EXIT_BAD_INPUT, EXIT_ISSUES, EXIT_OK};
+use crate::cli::RulesCheckArgs;
+use crate::output;
+
+/// Checks each file with `check(text, origin)`; exit 0 when all are clean, 1 when any has
+/// issues, 2 when one cannot be read.
+pub fn check_files(
+    args: &RulesCheckArgs,
+    out: &mut impl Write,
+    check: impl Fn(&str, &str) -> Vec<Issue>,
+) -> io::Result<u8> {
+    let mut report = Vec::new();
+    let mut unreadable = false;
+    for path in &args.files {
+        let origin = path.display().to_string();
+        let issues = match fs::read_to_string(path) {
+            Ok(text) => check(&text, &origin),
+            Err(e) => {
+                unreadable = true;
+                vec![Issue::new(
+                    "",
+                    "unreadable",
+                    format!("cannot read the file: {e}"),
+                )]
+            }
+        };
+        report.push((origin, issues));
+    }
+    if args.json {
+        let files: Vec<_> = report
+            .iter()
+            .map(|(file, issues)| json!({"file": file, "ok": issues.is_empty(), "issues": issues}))
+            .collect();
+        output::json_line(out, &json!({"files": files}))?;
+    } else {
+        for (file, issues) in &report {
+            if issues.is_empty() {
+                writeln!(out, "{file}: ok")?;
+            } else {
+                let noun = if issues.len() == 1 { "issue" } else { "issues" };
+                output::issues_human(out, &format!("{file}: {} {noun}", issues.len()), issues)?;
+            }
+        }
+    }
+    Ok(if unreadable {
+        EXIT_BAD_INPUT
+    } else if report.iter().any(|(_, issues)| !issues.is_empty()) {
+        EXIT_ISSUES
+    } else {
+        EXIT_OK
+    })
+}
