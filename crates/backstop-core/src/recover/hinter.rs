@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 use super::backoff::{self, Jitter};
 use super::breaker::{Admission, Breaker, BreakerView, counts_against_tool};
 use super::budget::{BudgetView, RetryBudget};
-use super::strategy::{Action, LongWait, MAX_STRATEGIES, StrategyTable, Template, human_ms};
+use super::strategy::{
+    Action, LongWait, MAX_STRATEGIES, StrategyTable, Template, human_ms, write_human_ms,
+};
 use crate::class::{ALL_CLASSES, Class};
 use crate::classify::Classification;
 
@@ -420,10 +422,10 @@ fn plan(
                 }
                 "error" => out.push_str(ctx.error.as_deref().unwrap_or(&failure.reason)),
                 "retry_after" => match failure.retry_after_ms {
-                    Some(ms) => out.push_str(&human_ms(ms)),
+                    Some(ms) => write_human_ms(out, ms),
                     None => out.push_str("none"),
                 },
-                "delay" => out.push_str(&human_ms(delay)),
+                "delay" => write_human_ms(out, delay),
                 "class" => out.push_str(class.as_str()),
                 "attempt" => write_number(out, attempt),
                 "max_attempts" => write_number(out, max),

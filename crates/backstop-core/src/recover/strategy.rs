@@ -708,19 +708,27 @@ pub fn fill_with(template: &str, mut write: impl FnMut(&str, &mut String) -> boo
 
 /// A delay for people: `250ms`, `1.5s`, `2m05s`.
 pub fn human_ms(ms: u64) -> String {
-    if ms < 1000 {
-        format!("{ms}ms")
+    let mut out = String::with_capacity(8);
+    write_human_ms(&mut out, ms);
+    out
+}
+
+/// Appends a delay for people (see [`human_ms`]).
+pub fn write_human_ms(out: &mut String, ms: u64) {
+    use std::fmt::Write as _;
+    let _ = if ms < 1000 {
+        write!(out, "{ms}ms")
     } else if ms < 60_000 {
         let tenths = ms.div_ceil(100);
         if tenths.is_multiple_of(10) {
-            format!("{}s", tenths / 10)
+            write!(out, "{}s", tenths / 10)
         } else {
-            format!("{}.{}s", tenths / 10, tenths % 10)
+            write!(out, "{}.{}s", tenths / 10, tenths % 10)
         }
     } else {
         let seconds = ms.div_ceil(1000);
-        format!("{}m{:02}s", seconds / 60, seconds % 60)
-    }
+        write!(out, "{}m{:02}s", seconds / 60, seconds % 60)
+    };
 }
 
 #[cfg(test)]

@@ -9,14 +9,21 @@
 //! - `rules_cmd`: `rules check` (ok, shadowed, unreadable, JSON shape) and `rules show`
 //! - `simulate`: `simulate backoff`: full jitter against plain exponential, the table, bad flags
 //! - `help`: the `--help` texts, wrapped at 100 columns
+//! - `hint`: `hint` steps from flags or stdin, `--jsonl` traces with counters carried, bad
+//!   inputs and `--strategies` files
+//! - `replay`: `replay TRACE.jsonl`: steps, calls saved and totals; bad traces, every bad line
+//! - `strategies`: `strategies check` (ok, issues, unreadable, JSON shape) and `strategies show`
 //!
 //! Snapshots are in `snapshots/`; accept new ones with `INSTA_UPDATE=always` and read them.
 
 mod classify;
 mod errors;
 mod help;
+mod hint;
 mod jsonl;
+mod replay;
 mod rules_cmd;
 mod simulate;
+mod strategies;
 mod support;
 mod user_rules;
