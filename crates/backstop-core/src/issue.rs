@@ -57,7 +57,9 @@ impl fmt::Display for Issues {
 
 /// Appends a path segment: a field name after a dot, or an index in brackets.
 pub fn join_path(base: &str, segment: &str) -> String {
-    if base.is_empty() {
+    if segment.is_empty() {
+        base.to_owned()
+    } else if base.is_empty() {
         segment.to_owned()
     } else if segment.starts_with('[') {
         format!("{base}{segment}")
@@ -86,6 +88,7 @@ mod tests {
         assert_eq!(join_path("", "rules"), "rules");
         assert_eq!(join_path("rules", "[2]"), "rules[2]");
         assert_eq!(join_path("rules[2]", "when"), "rules[2].when");
+        assert_eq!(join_path("report", ""), "report");
     }
 
     #[test]

@@ -172,7 +172,7 @@ pub fn resolve_replay(args: &ReplayArgs) -> Result<ReplaySettings, Vec<Issue>> {
     let table = load_strategies(args.policy.strategies.as_deref(), &mut issues);
     let trace = fs::read_to_string(&args.trace).unwrap_or_else(|e| {
         issues.push(Issue::new(
-            args.trace.display().to_string(),
+            format!("trace {}", args.trace.display()),
             "unreadable",
             format!("cannot read the trace: {e}"),
         ));
@@ -195,7 +195,7 @@ pub const MAX_TASK_LEN: usize = 200;
 
 /// A task id must be 1 to [`MAX_TASK_LEN`] characters.
 pub fn check_task(task: &str, path: &str, issues: &mut Vec<Issue>) {
-    if task.trim().is_empty() || task.len() > MAX_TASK_LEN {
+    if task.trim().is_empty() || task.chars().count() > MAX_TASK_LEN {
         issues.push(Issue::new(
             path,
             "bad_task",

@@ -140,8 +140,10 @@ fn parse_line(settings: &HintSettings, line: &[u8]) -> Result<Line, Vec<Issue>> 
         let report = Report::from_json(text)?;
         return Ok((settings.task.clone(), report, settings.now, None));
     }
-    let envelope: Envelope = serde_json::from_value(value)
-        .map_err(|e| vec![Issue::new("", "bad_envelope", e.to_string())])?;
+    let envelope: Envelope = serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = backstop_core::issue::serde_path(e.path());
+        vec![Issue::new(path, "bad_envelope", e.inner().to_string())]
+    })?;
     let report = Report::from_json(&envelope.report.to_string()).map_err(|issues| {
         issues
             .into_iter()

@@ -367,10 +367,9 @@ fn each_bad_line_alone_is_refused_with_its_line_number() {
     }
 }
 
-/// `join_path("report", "")` in `recover/replay.rs` gives `report.`: an issue about the whole
-/// report (empty, or not an object) gets a path with a trailing dot.
+/// An issue about a line's whole report (empty, or not an object) is blamed on `report`, not
+/// on `report.` (regression: the path once had a trailing dot).
 #[test]
-#[ignore = "bug: an issue about a trace line's whole report has the path `line N: report.`"]
 fn an_empty_report_is_blamed_on_report() {
     let dir = TempDir::new("replay-empty-report");
     let trace = concat!(
@@ -401,7 +400,7 @@ fn a_missing_trace_is_refused() {
     assert_eq!(refusal["error"]["code"], "malformed", "{refusal}");
     assert_eq!(
         issue_paths_and_codes(&refusal),
-        pairs(&[(arg(&missing), "unreadable")])
+        pairs(&[(&format!("trace {}", arg(&missing)), "unreadable")])
     );
 
     let human = crate::support::run(&["replay", arg(&missing), "--output-format", "human"], b"");
@@ -434,7 +433,8 @@ fn a_bad_strategies_file_and_a_missing_trace_are_listed_at_once() {
     let mut issues = issue_paths_and_codes(&run.json());
     issues.sort();
     let limits = format!("{}:limits.tasks", strategies.display());
-    let mut expected = pairs(&[(arg(&missing), "unreadable"), (&limits, "out_of_range")]);
+    let trace = format!("trace {}", arg(&missing));
+    let mut expected = pairs(&[(&trace, "unreadable"), (&limits, "out_of_range")]);
     expected.sort();
     assert_eq!(issues, expected);
 }
