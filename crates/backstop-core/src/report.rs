@@ -148,11 +148,11 @@ impl Report {
     /// Every issue with a report that parsed: ranges, formats and fields that need each other.
     pub fn validate(&self) -> Vec<Issue> {
         let mut issues = Vec::new();
-        if self.is_empty() {
+        if !self.has_observation() {
             issues.push(Issue::new(
                 "",
                 "empty_report",
-                "a report needs at least one field (http_status, message, errno, ...)",
+                "a report needs at least one observation (http_status, message, errno, ...); tool and operation only say where it happened",
             ));
         }
         if let Some(status) = self.http_status
@@ -282,6 +282,16 @@ impl Report {
             .flatten()
             .next()
             .unwrap_or_else(|| "the failure".to_owned())
+    }
+
+    /// Whether the report says anything about the failure beyond where it happened.
+    pub fn has_observation(&self) -> bool {
+        let located_only = Report {
+            tool: None,
+            operation: None,
+            ..self.clone()
+        };
+        !located_only.is_empty()
     }
 
     /// Whether no field is set.
@@ -565,6 +575,13 @@ mod tests {
         assert_eq!((report.message, report.exception), (None, None));
         let issues = Report::from_json(r#"{"message": "", "error_code": "  "}"#).unwrap_err();
         assert_eq!(issues[0].code, "empty_report");
+    }
+
+    #[test]
+    fn a_report_of_only_where_is_refused() {
+        let issues = Report::from_json(r#"{"tool": "search", "operation": "q"}"#).unwrap_err();
+        assert_eq!(issues[0].code, "empty_report");
+        assert!(Report::from_json(r#"{"tool": "search", "elapsed_ms": 30000}"#).is_ok());
     }
 
     #[test]

@@ -101,13 +101,17 @@ pub fn step_human(out: &mut impl Write, step: &Step) -> io::Result<()> {
         (None, ms) => format!(" after {}", human_ms(ms)),
     };
     let a = step.attempts;
+    // A class with only stop or escalate has no attempts to count.
+    let class_count = if a.class_max == 0 {
+        String::new()
+    } else {
+        format!("class {}/{}, ", a.class_used, a.class_max)
+    };
     writeln!(
         out,
-        "{}{when}  ({}; class {}/{}, task {}/{})",
+        "{}{when}  ({}; {class_count}task {}/{})",
         step.action.as_str(),
         step.class,
-        a.class_used,
-        a.class_max,
         a.task_used,
         a.task_max
     )?;
@@ -115,13 +119,16 @@ pub fn step_human(out: &mut impl Write, step: &Step) -> io::Result<()> {
     writeln!(out, "  reason: {}", step.reason)?;
     if let Some(breaker) = &step.breaker {
         let state = serde_json::to_value(breaker.state).unwrap_or_default();
-        writeln!(
-            out,
-            "  breaker: {}, {} of the last {} calls failed",
-            state.as_str().unwrap_or("unknown"),
-            breaker.failures,
-            breaker.calls
-        )?;
+        let state = state.as_str().unwrap_or("unknown");
+        if breaker.calls == 0 {
+            writeln!(out, "  breaker: {state}, no calls counted yet")?;
+        } else {
+            writeln!(
+                out,
+                "  breaker: {state}, {} of the last {} calls failed",
+                breaker.failures, breaker.calls
+            )?;
+        }
     }
     if let Some(budget) = &step.budget {
         writeln!(

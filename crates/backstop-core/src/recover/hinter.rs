@@ -162,11 +162,25 @@ pub struct Hinter {
     seed: u64,
 }
 
+/// What a step uses up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Spend {
+    /// Nothing: a stop or an escalation.
+    Nothing,
+    /// One of the task's attempts, not a strategy's (a granted retry, a fallback around an open
+    /// breaker).
+    Task,
+    /// One of the task's attempts and one of the strategy's.
+    Strategy,
+}
+
 /// What `plan` decided, for `next` to commit.
 struct Plan {
     step: Step,
     /// The strategy consumed, if any.
     consumed: Option<usize>,
+    /// Whether the step uses one of the task's attempts.
+    task_attempt: bool,
     /// A grant used: by an operator (true) or a rule (false).
     grant: Option<bool>,
     /// Whether the step sends the same call to the same tool again.
@@ -232,6 +246,8 @@ impl Hinter {
         );
         if let Some(i) = plan.consumed {
             state.used[class_index(failure.class)][i] += 1;
+        }
+        if plan.task_attempt {
             state.task_used += 1;
         }
         match plan.grant {
@@ -385,13 +401,13 @@ fn plan(
                   hint: String,
                   delay_ms: u64,
                   defer_until: Option<Timestamp>,
-                  consumed: bool,
+                  spend: Spend,
                   reason: String,
                   views: Option<(BreakerView, BudgetView)>| {
         let attempts = Attempts {
-            class_used: class_used + u32::from(consumed),
+            class_used: class_used + u32::from(spend == Spend::Strategy),
             class_max,
-            task_used: state.task_used + u32::from(consumed),
+            task_used: state.task_used + u32::from(spend != Spend::Nothing),
             task_max,
         };
         let escalation = (action == Action::Escalate).then(|| Escalation {
@@ -399,6 +415,7 @@ fn plan(
             why: reason.clone(),
         });
         let (breaker, budget) = views.map_or((None, None), |(b, g)| (Some(b), Some(g)));
+
         Step {
             class,
             action,
@@ -416,6 +433,8 @@ fn plan(
     let slots = |delay: u64, attempt: u32, max: u32| {
         move |name: &str, out: &mut String| {
             match name {
+                // With no tool named, a hint that opens with it still starts a sentence.
+                "tool" if out.is_empty() && ctx.tool.is_none() => out.push_str("The tool"),
                 "tool" => out.push_str(tool_name),
                 "operation" => {
                     out.push_str(ctx.operation.as_deref().unwrap_or("this operation"));
@@ -451,8 +470,17 @@ fn plan(
         }
         let hint = DENIED.render(slots(0, 1, 1));
         return Plan {
-            step: finish(Action::Stop, hint, 0, None, false, reason, views(&health)),
+            step: finish(
+                Action::Stop,
+                hint,
+                0,
+                None,
+                Spend::Nothing,
+                reason,
+                views(&health),
+            ),
             consumed: None,
+            task_attempt: false,
             grant: None,
             retries_tool: false,
         };
@@ -473,8 +501,17 @@ fn plan(
             "Stop retrying: the task has spent its {task_max} attempts. Hand it to a person."
         );
         return Plan {
-            step: finish(action, hint, 0, None, false, reason, views(&health)),
+            step: finish(
+                action,
+                hint,
+                0,
+                None,
+                Spend::Nothing,
+                reason,
+                views(&health),
+            ),
             consumed: None,
+            task_attempt: false,
             grant: None,
             retries_tool: false,
         };
@@ -517,11 +554,12 @@ fn plan(
                     hint,
                     delay,
                     None,
-                    true,
+                    Spend::Task,
                     reason,
                     views(&health),
                 ),
                 consumed: None,
+                task_attempt: true,
                 grant: Some(by_operator),
                 retries_tool: true,
             };
@@ -577,11 +615,12 @@ fn plan(
                             hint,
                             0,
                             None,
-                            true,
+                            Spend::Task,
                             format!("{open}; a fallback tool is allowed"),
                             views,
                         ),
                         consumed: None,
+                        task_attempt: true,
                         grant: None,
                         retries_tool: false,
                     }
@@ -593,11 +632,12 @@ fn plan(
                             hint,
                             wait_ms,
                             Some(until),
-                            true,
+                            Spend::Task,
                             format!("{open}; no fallback is allowed, so wait"),
                             views,
                         ),
                         consumed: None,
+                        task_attempt: true,
                         grant: None,
                         retries_tool: false,
                     }
@@ -612,6 +652,11 @@ fn plan(
                 &[backoff::task_hash(task), u64::from(state.task_used)],
             );
             let computed = match failure.retry_after_ms {
+                // The jitter on a hint never pushes a wait that fits past the longest wait.
+                Some(hint) if hint <= table.limits.max_wait_ms => {
+                    backoff::hinted_ms(&table.backoff, hint, &mut jitter)
+                        .min(table.limits.max_wait_ms)
+                }
                 Some(hint) => backoff::hinted_ms(&table.backoff, hint, &mut jitter),
                 None => backoff::delay_ms(
                     &table.backoff,
@@ -661,11 +706,12 @@ fn plan(
                             hint,
                             0,
                             None,
-                            false,
+                            Spend::Nothing,
                             format!("{reason}; {long}"),
                             views(&health),
                         ),
                         consumed: None,
+                        task_attempt: false,
                         grant: None,
                         retries_tool: false,
                     };
@@ -691,8 +737,21 @@ fn plan(
         let retries_tool = action.is_retry();
         let views = views(&health);
         return Plan {
-            step: finish(action, hint, delay, defer_until, consumed, reason, views),
+            step: finish(
+                action,
+                hint,
+                delay,
+                defer_until,
+                if consumed {
+                    Spend::Strategy
+                } else {
+                    Spend::Nothing
+                },
+                reason,
+                views,
+            ),
             consumed: consumed.then_some(i),
+            task_attempt: consumed,
             grant: None,
             retries_tool,
         };
@@ -716,11 +775,12 @@ fn plan(
             hint,
             0,
             None,
-            false,
+            Spend::Nothing,
             reason,
             views(&health),
         ),
         consumed: None,
+        task_attempt: false,
         grant: None,
         retries_tool: false,
     }

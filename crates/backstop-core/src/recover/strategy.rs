@@ -309,10 +309,21 @@ impl StrategyTable {
 }
 
 /// Checks one strategy file on its own, over the built-in table.
-pub fn check_strategies(text: &str, origin: &str) -> Vec<Issue> {
-    StrategyTable::load(Some((origin, text)))
-        .err()
-        .unwrap_or_default()
+///
+/// Paths are relative to the file (`limits.tasks`), as `rules check` gives them; `_origin` is
+/// the file's name, which the caller shows.
+pub fn check_strategies(text: &str, _origin: &str) -> Vec<Issue> {
+    let mut table = match parse_raw(DEFAULT_STRATEGIES) {
+        Ok(table) => table,
+        Err(issues) => return prefixed("default", issues),
+    };
+    match parse_raw(text) {
+        Ok(over) => {
+            merge(&mut table, over);
+            build(table).err().unwrap_or_default()
+        }
+        Err(issues) => issues,
+    }
 }
 
 fn prefixed(origin: &str, issues: Vec<Issue>) -> Vec<Issue> {
@@ -725,15 +736,40 @@ pub fn write_human_ms(out: &mut String, ms: u64) {
         } else {
             write!(out, "{}.{}s", tenths / 10, tenths % 10)
         }
-    } else {
+    } else if ms < 3_600_000 {
         let seconds = ms.div_ceil(1000);
         write!(out, "{}m{:02}s", seconds / 60, seconds % 60)
+    } else {
+        let minutes = ms.div_ceil(60_000);
+        write!(out, "{}h{:02}m", minutes / 60, minutes % 60)
     };
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Loading names the file in each path; checking leaves paths relative to the file.
+    fn check_with_origin(text: &str, origin: &str) -> Vec<Issue> {
+        let loaded = StrategyTable::load(Some((origin, text)))
+            .err()
+            .unwrap_or_default();
+        let checked = check_strategies(text, origin);
+        let relative: Vec<String> = loaded
+            .iter()
+            .map(|i| {
+                i.path
+                    .strip_prefix(&format!("{origin}:"))
+                    .unwrap_or(&i.path)
+                    .to_owned()
+            })
+            .collect();
+        assert_eq!(
+            relative,
+            checked.iter().map(|i| i.path.clone()).collect::<Vec<_>>()
+        );
+        loaded
+    }
 
     #[test]
     fn the_builtin_table_loads_and_covers_every_class() {
@@ -764,7 +800,7 @@ mod tests {
 
     #[test]
     fn every_issue_is_listed_with_its_path() {
-        let issues = check_strategies(
+        let issues = check_with_origin(
             r#"
             [limits]
             tasks = 0
@@ -817,13 +853,13 @@ mod tests {
 
     #[test]
     fn structural_errors_name_their_path() {
-        let issues = check_strategies(
+        let issues = check_with_origin(
             "[[classes.transient]]\naction = \"pray\"\nhint = \"x\"",
             "f",
         );
         assert_eq!(issues[0].path, "f:classes.transient[0].action");
         assert!(issues[0].message.contains("pray"), "{issues:?}");
-        let issues = check_strategies("[limits]\ntaks = 3", "f");
+        let issues = check_with_origin("[limits]\ntaks = 3", "f");
         assert_eq!(
             (issues[0].path.as_str(), issues[0].code.as_str()),
             ("f:limits.taks", "unknown_key")
@@ -872,6 +908,8 @@ mod tests {
         assert_eq!(human_ms(1500), "1.5s");
         assert_eq!(human_ms(2000), "2s");
         assert_eq!(human_ms(125_000), "2m05s");
+        assert_eq!(human_ms(3_600_122), "1h01m");
+        assert_eq!(human_ms(7_200_000), "2h00m");
     }
 
     #[test]

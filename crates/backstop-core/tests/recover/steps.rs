@@ -367,3 +367,24 @@ fn a_request_for_a_fallback_after_a_policy_denial_is_refused() {
     };
     assert!(!h.peek("u", &denial, &ctx, t(0)).reason.contains("refused"));
 }
+
+#[test]
+fn the_attempts_a_step_shows_are_the_attempts_it_used() {
+    let mut h = hinter();
+    let f = failure(r#"{"http_status": 503}"#);
+    for i in 0..10 {
+        h.record_failure("search", f.class, t(i));
+    }
+    // Around an open breaker: a task attempt is used, no strategy attempt.
+    let first = h.next("t", &f, &on("search"), t(11));
+    assert_eq!(first.action, Action::FallbackTool);
+    assert_eq!(
+        (first.attempts.class_used, first.attempts.task_used),
+        (0, 1)
+    );
+    let second = h.next("t", &f, &on("search"), t(12));
+    assert_eq!(
+        (second.attempts.class_used, second.attempts.task_used),
+        (0, 2)
+    );
+}

@@ -76,7 +76,7 @@ fn human(out: &mut impl Write, lines: &[ReplayLine], totals: &ReplayTotals) -> i
     writeln!(out)?;
     writeln!(
         out,
-        "{} events, {} failures: {} retries, {} waits ({} waited), {} fallbacks, {} escalations, {} stops; {} calls saved",
+        "events {}, failures {}: retries {}, waits {} ({} waited), fallbacks {}, escalations {}, stops {}; calls saved {}",
         totals.events,
         totals.failures,
         totals.retries,

@@ -327,7 +327,7 @@ fn an_hour_long_retry_after_parks_the_task_instead_of_sleeping() {
 }
 
 #[test]
-fn max_wait_is_compared_with_the_delay_after_jitter() {
+fn a_hint_of_exactly_max_wait_is_slept_and_a_longer_one_parked() {
     let step = step_of(&hint(&[
         "--task",
         "t1",
@@ -337,10 +337,23 @@ fn max_wait_is_compared_with_the_delay_after_jitter() {
         "Retry-After: 60",
     ]));
     assert_eq!(step["action"], "wait", "{step}");
-    // A hint of exactly max_wait (60s) gets jitter on top (nonzero with seed 1), which takes
-    // it over: parked, not slept.
-    assert!((60_001..=60_250).contains(&delay(&step)), "{step}");
-    assert!(step["defer_until"].is_string(), "{step}");
+    // A hint of exactly max_wait (60s) fits: the jitter on top never takes it over.
+    assert_eq!(delay(&step), 60_000, "{step}");
+    assert_eq!(step["defer_until"], Value::Null, "{step}");
+
+    let step = step_of(&hint(&[
+        "--task",
+        "t1",
+        "--status",
+        "429",
+        "--header",
+        "Retry-After: 61",
+    ]));
+    assert_eq!(step["action"], "wait", "{step}");
+    assert!(
+        step["defer_until"].is_string(),
+        "a longer wait is parked: {step}"
+    );
 
     let step = step_of(&hint(&[
         "--task",
@@ -555,11 +568,11 @@ fn envelope_context_names_the_tool_operation_and_error() {
     run.expect_code(0);
     let steps = run.json_lines();
     assert_eq!(steps.len(), 3, "{run:#?}");
-    // No tool: no breaker, no budget, and the hint says "the tool".
+    // No tool: no breaker, no budget, and the hint opens with "The tool".
     assert_eq!(steps[0]["breaker"], Value::Null, "{}", steps[0]);
     assert_eq!(steps[0]["budget"], Value::Null, "{}", steps[0]);
     assert!(
-        text(&steps[0], "hint").starts_with("the tool failed"),
+        text(&steps[0], "hint").starts_with("The tool failed"),
         "{}",
         steps[0]
     );

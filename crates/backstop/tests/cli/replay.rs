@@ -197,8 +197,8 @@ fn a_mixed_trace_for_a_person() {
     assert!(events[2].ends_with("t1 / search: success"), "{}", events[2]);
     let totals = lines.last().copied().unwrap_or_default();
     assert!(
-        totals.starts_with("7 events, 5 failures: 2 retries, 1 waits (")
-            && totals.ends_with("waited), 0 fallbacks, 0 escalations, 2 stops; 2 calls saved"),
+        totals.starts_with("events 7, failures 5: retries 2, waits 1 (")
+            && totals.ends_with("waited), fallbacks 0, escalations 0, stops 2; calls saved 2"),
         "{totals}"
     );
     assert_eq!(lines[lines.len() - 2], "", "a blank line before the totals");
