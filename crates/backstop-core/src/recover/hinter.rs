@@ -356,9 +356,20 @@ impl Hinter {
     }
 }
 
+/// Appends a number's digits (the hot path avoids the formatting machinery).
 fn write_number(out: &mut String, n: u32) {
-    use std::fmt::Write as _;
-    let _ = write!(out, "{n}");
+    let mut digits = [0u8; 10];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + u8::try_from(rest % 10).unwrap_or(0);
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    out.extend(digits[at..].iter().map(|d| char::from(*d)));
 }
 
 /// A class's row in the counters: its place in [`ALL_CLASSES`], which lists them in
@@ -603,10 +614,11 @@ fn plan(
             if let Admission::Rejected { until } = admission {
                 let views = views(&health);
                 let wait_ms = u64::try_from(until.duration_since(now).as_millis()).unwrap_or(0);
-                let open = format!(
-                    "the circuit breaker of {tool_name} is open for another {}",
-                    human_ms(wait_ms)
-                );
+                let mut open = String::with_capacity(96);
+                open.push_str("the circuit breaker of ");
+                open.push_str(tool_name);
+                open.push_str(" is open for another ");
+                write_human_ms(&mut open, wait_ms);
                 return if failure.fallback_allowed {
                     let hint = BREAKER_FALLBACK.render(slots(0, 1, 1));
                     Plan {
@@ -616,7 +628,10 @@ fn plan(
                             0,
                             None,
                             Spend::Task,
-                            format!("{open}; a fallback tool is allowed"),
+                            {
+                                open.push_str("; a fallback tool is allowed");
+                                open
+                            },
                             views,
                         ),
                         consumed: None,
@@ -633,7 +648,10 @@ fn plan(
                             wait_ms,
                             Some(until),
                             Spend::Task,
-                            format!("{open}; no fallback is allowed, so wait"),
+                            {
+                                open.push_str("; no fallback is allowed, so wait");
+                                open
+                            },
                             views,
                         ),
                         consumed: None,
@@ -670,14 +688,13 @@ fn plan(
         }
         let mut action = action;
         let mut defer_until = None;
-        let mut reason = format!(
-            "{class}: strategy {} of {} (`{}`), attempt {} of {}",
-            i + 1,
-            strategies.len(),
-            action.as_str(),
-            attempt + 1,
-            strategy.max_attempts
-        );
+        // "transient: strategy 1 of 3 (`retry_same`), attempt 2 of 3": the part before the
+        // attempt is the strategy's own, written when the table was built.
+        let mut reason = String::with_capacity(strategy.reason_prefix.len() + 16);
+        reason.push_str(&strategy.reason_prefix);
+        write_number(&mut reason, attempt + 1);
+        reason.push_str(" of ");
+        write_number(&mut reason, strategy.max_attempts);
         let mut hint = strategy
             .hint
             .render(slots(delay, attempt + 1, strategy.max_attempts));
@@ -783,5 +800,19 @@ fn plan(
         task_attempt: false,
         grant: None,
         retries_tool: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_written_as_digits() {
+        for n in [0, 7, 10, 1234, u32::MAX] {
+            let mut out = String::from("#");
+            write_number(&mut out, n);
+            assert_eq!(out, format!("#{n}"));
+        }
     }
 }

@@ -161,6 +161,9 @@ pub struct Strategy {
     pub backoff: Option<BackoffKind>,
     /// The hint template (`{tool}`, `{error}`, `{delay}` ...).
     pub hint: Template,
+    /// The start of a step's reason, up to the attempt number ("transient: strategy 1 of 3
+    /// (`retry_same`), attempt ").
+    pub reason_prefix: String,
 }
 
 /// Delays: the curve and its bounds.
@@ -591,6 +594,12 @@ fn build_class(
                 cooldown_ms,
                 backoff: raw.backoff,
                 hint: Template::parse(&raw.hint),
+                reason_prefix: format!(
+                    "{class}: strategy {} of {} (`{}`), attempt ",
+                    i + 1,
+                    list.len(),
+                    raw.action.as_str()
+                ),
             }
         })
         .collect()
