@@ -1,170 +1,58 @@
-//! The hinter: per-task attempt counters and per-tool health, turned into the next step.
-//!
-//! `next` consumes an attempt, `peek` answers the same question without changing anything,
-//! `reset` forgets a task. Task counters live in a bounded LRU (1,024 tasks by default); tool
-//! breakers and retry budgets in another.
+//! Planning one step: the strategy table, the task's counters and the tool's health, turned
+//! into what the agent does next. `Hinter::next` commits what the plan used.
 
-use std::num::NonZeroUsize;
 use std::sync::LazyLock;
 
 use jiff::{SignedDuration, Timestamp};
-use lru::LruCache;
-use serde::{Deserialize, Serialize};
 
-use super::backoff::{self, Jitter};
-use super::breaker::{Admission, Breaker, BreakerView, counts_against_tool};
-use super::budget::{BudgetView, RetryBudget};
-use super::strategy::{
-    Action, LongWait, MAX_STRATEGIES, StrategyTable, Template, human_ms, write_human_ms,
-};
-use crate::class::{ALL_CLASSES, Class};
+use super::{Attempts, Context, Escalation, Step, TaskState, ToolHealth};
+use crate::class::Class;
 use crate::classify::Classification;
+use crate::recover::backoff::{self, Jitter};
+use crate::recover::breaker::{Admission, BreakerView};
+use crate::recover::budget::BudgetView;
+use crate::recover::strategy::{
+    Action, LongWait, StrategyTable, Template, human_ms, write_human_ms,
+};
 
-// The hints backstop writes itself, parsed once.
-static DENIED: LazyLock<Template> = LazyLock::new(|| {
-    Template::parse(
+/// The hints backstop writes itself (not from the table), parsed once.
+struct BuiltinHints {
+    denied: Template,
+    granted_retry: Template,
+    breaker_fallback: Template,
+    breaker_wait: Template,
+    park: Template,
+    too_long: Template,
+    spent: Template,
+}
+
+static HINTS: LazyLock<BuiltinHints> = LazyLock::new(|| BuiltinHints {
+    denied: Template::parse(
         "Stop: this task met a policy denial. Do not retry, do not try another tool, do not work around it; report it.",
-    )
-});
-static GRANTED_RETRY: LazyLock<Template> = LazyLock::new(|| {
-    Template::parse(
+    ),
+    granted_retry: Template::parse(
         "Retry the same call once after {delay}; if it fails again, stop and report it.",
-    )
-});
-static BREAKER_FALLBACK: LazyLock<Template> = LazyLock::new(|| {
-    Template::parse(
+    ),
+    breaker_fallback: Template::parse(
         "{tool} is failing too often to call now; use another tool that can do {operation}.",
-    )
-});
-static BREAKER_WAIT: LazyLock<Template> = LazyLock::new(|| {
-    Template::parse(
+    ),
+    breaker_wait: Template::parse(
         "{tool} is failing too often to call now; wait {delay} until it may be tried again.",
-    )
-});
-static PARK: LazyLock<Template> = LazyLock::new(|| {
-    Template::parse("Do not sleep: park this task and come back after {delay}, then retry {tool}.")
-});
-static TOO_LONG: LazyLock<Template> = LazyLock::new(|| {
-    Template::parse(
+    ),
+    park: Template::parse(
+        "Do not sleep: park this task and come back after {delay}, then retry {tool}.",
+    ),
+    too_long: Template::parse(
         "{tool} asks for a wait of {delay}, too long to sleep; hand the task to a person.",
-    )
-});
-static SPENT: LazyLock<Template> = LazyLock::new(|| {
-    Template::parse(
+    ),
+    spent: Template::parse(
         "Every way backstop knows to recover from this {class} failure of {tool} is spent; hand the task to a person.",
-    )
+    ),
 });
-
-/// Tools whose breaker and budget are kept (least recently used dropped).
-const MAX_TOOLS: usize = 4096;
-
-/// What the agent knows about the call, for hints.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Context {
-    /// The tool that failed; its breaker and budget apply.
-    #[serde(default)]
-    pub tool: Option<String>,
-    /// What was asked of it.
-    #[serde(default)]
-    pub operation: Option<String>,
-    /// The error, in the agent's words or the tool's.
-    #[serde(default)]
-    pub error: Option<String>,
-    /// The action the agent wants to take, when it asks leave for one (`fallback_tool`).
-    /// After a policy denial, any request but `stop` or `escalate` is refused.
-    #[serde(default)]
-    pub request: Option<Action>,
-}
-
-/// The next step for an agent.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Step {
-    /// The failure's class.
-    pub class: Class,
-    /// What to do.
-    pub action: Action,
-    /// What to do, in words, filled from the context.
-    pub hint: String,
-    /// How long to wait before acting, in milliseconds.
-    pub delay_ms: u64,
-    /// For a long wait: park the task and come back at this time.
-    pub defer_until: Option<Timestamp>,
-    /// The attempts used and allowed.
-    pub attempts: Attempts,
-    /// The tool's circuit breaker, when a tool was named.
-    pub breaker: Option<BreakerView>,
-    /// The tool's retry budget, when a tool was named.
-    pub budget: Option<BudgetView>,
-    /// Who to hand the task to, when the action is `escalate`.
-    pub escalation: Option<Escalation>,
-    /// Why this step, in words.
-    pub reason: String,
-}
-
-/// Attempts used and allowed, for the class and for the whole task.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Attempts {
-    /// Attempts this task spent on this class, this step included.
-    pub class_used: u32,
-    /// Attempts the class's strategies allow.
-    pub class_max: u32,
-    /// Attempts this task spent on any class, this step included.
-    pub task_used: u32,
-    /// Attempts the task may spend.
-    pub task_max: u32,
-}
-
-/// A hand-off to a person.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Escalation {
-    /// Who.
-    pub to: String,
-    /// Why.
-    pub why: String,
-}
-
-/// One task's counters.
-#[derive(Debug, Clone, Default)]
-struct TaskState {
-    used: [[u16; MAX_STRATEGIES]; ALL_CLASSES.len()],
-    task_used: u32,
-    previous_delay_ms: u64,
-    /// Retries an operator granted for unclassified failures, not yet used.
-    operator_grants: u8,
-    /// Whether a configured grant rule already gave this task its one retry.
-    rule_grant_used: bool,
-    /// The policy denial that stopped this task, if one did: every later step of the task is
-    /// `stop`, whatever tool or class, until the task is reset.
-    denied: Option<String>,
-}
-
-/// A tool's health.
-#[derive(Debug, Clone)]
-struct ToolHealth {
-    breaker: Breaker,
-    budget: RetryBudget,
-}
-
-/// Settings of a hinter beyond its table.
-#[derive(Debug, Clone, Copy)]
-pub struct HinterOptions {
-    /// The seed of all jitter.
-    pub seed: u64,
-}
-
-/// Per-task counters and per-tool health, and the table that turns them into steps.
-#[derive(Debug)]
-pub struct Hinter {
-    table: StrategyTable,
-    tasks: LruCache<String, TaskState>,
-    tools: LruCache<String, ToolHealth>,
-    seed: u64,
-}
 
 /// What a step uses up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Spend {
+pub(super) enum Spend {
     /// Nothing: a stop or an escalation.
     Nothing,
     /// One of the task's attempts, not a strategy's (a granted retry, a fallback around an open
@@ -175,185 +63,16 @@ enum Spend {
 }
 
 /// What `plan` decided, for `next` to commit.
-struct Plan {
-    step: Step,
+pub(super) struct Plan {
+    pub(super) step: Step,
     /// The strategy consumed, if any.
-    consumed: Option<usize>,
+    pub(super) consumed: Option<usize>,
     /// Whether the step uses one of the task's attempts.
-    task_attempt: bool,
+    pub(super) task_attempt: bool,
     /// A grant used: by an operator (true) or a rule (false).
-    grant: Option<bool>,
+    pub(super) grant: Option<bool>,
     /// Whether the step sends the same call to the same tool again.
-    retries_tool: bool,
-}
-
-impl Hinter {
-    /// A hinter over a table. The task bound is the table's `limits.tasks` (never 0: the table
-    /// refuses it).
-    pub fn new(table: StrategyTable, options: HinterOptions) -> Hinter {
-        let bound = NonZeroUsize::new(table.limits.tasks).unwrap_or(NonZeroUsize::MIN);
-        Hinter {
-            table,
-            tasks: LruCache::new(bound),
-            tools: LruCache::new(NonZeroUsize::new(MAX_TOOLS).unwrap_or(NonZeroUsize::MIN)),
-            seed: options.seed,
-        }
-    }
-
-    /// The table in use.
-    pub fn table(&self) -> &StrategyTable {
-        &self.table
-    }
-
-    /// How many tasks have counters now (never more than the bound).
-    pub fn live_tasks(&self) -> usize {
-        self.tasks.len()
-    }
-
-    /// The next step after a failure; consumes an attempt.
-    pub fn next(
-        &mut self,
-        task: &str,
-        failure: &Classification,
-        ctx: &Context,
-        now: Timestamp,
-    ) -> Step {
-        // Disjoint fields: the task's counters and the tool's health are borrowed together, each
-        // found (or made) with one lookup.
-        let state = self.tasks.get_or_insert_mut_ref(task, TaskState::default);
-        let table = &self.table;
-        let mut health = ctx.tool.as_deref().map(|tool| {
-            self.tools.get_or_insert_mut_ref(tool, || ToolHealth {
-                breaker: Breaker::new(table.breaker),
-                budget: RetryBudget::new(table.budget),
-            })
-        });
-        if let Some(h) = health.as_deref_mut()
-            && counts_against_tool(failure.class)
-        {
-            h.breaker.record_failure(now);
-        }
-        let plan = plan(
-            &self.table,
-            self.seed,
-            task,
-            state,
-            health.as_deref_mut(),
-            failure,
-            ctx,
-            now,
-            true,
-        );
-        if let Some(i) = plan.consumed {
-            state.used[class_index(failure.class)][i] += 1;
-        }
-        if plan.task_attempt {
-            state.task_used += 1;
-        }
-        match plan.grant {
-            Some(true) => state.operator_grants = state.operator_grants.saturating_sub(1),
-            Some(false) => state.rule_grant_used = true,
-            None => {}
-        }
-        if plan.step.action.is_retry() {
-            state.previous_delay_ms = plan.step.delay_ms;
-        }
-        if failure.class == Class::PolicyDenied && state.denied.is_none() {
-            state.denied = Some(ctx.tool.clone().unwrap_or_else(|| "a tool".to_owned()));
-        }
-        if plan.retries_tool
-            && let Some(h) = health
-        {
-            h.budget.try_spend(now);
-        }
-        plan.step
-    }
-
-    /// The step `next` would give, changing nothing.
-    pub fn peek(
-        &self,
-        task: &str,
-        failure: &Classification,
-        ctx: &Context,
-        now: Timestamp,
-    ) -> Step {
-        let state = self.tasks.peek(task).cloned().unwrap_or_default();
-        let mut health = ctx.tool.as_deref().map(|tool| {
-            self.tools
-                .peek(tool)
-                .cloned()
-                .unwrap_or_else(|| self.fresh_health())
-        });
-        if let Some(h) = health.as_mut()
-            && counts_against_tool(failure.class)
-        {
-            h.breaker.record_failure(now);
-        }
-        plan(
-            &self.table,
-            self.seed,
-            task,
-            &state,
-            health.as_mut(),
-            failure,
-            ctx,
-            now,
-            false,
-        )
-        .step
-    }
-
-    /// Forgets a task's counters.
-    pub fn reset(&mut self, task: &str) {
-        self.tasks.pop(task);
-    }
-
-    /// An operator grants one retry to the task's next unclassified failure.
-    pub fn grant(&mut self, task: &str) {
-        if !self.tasks.contains(task) {
-            self.tasks.put(task.to_owned(), TaskState::default());
-        }
-        if let Some(state) = self.tasks.get_mut(task) {
-            state.operator_grants = state.operator_grants.saturating_add(1);
-        }
-    }
-
-    /// A call to a tool succeeded: its breaker and budget hear of it.
-    pub fn record_success(&mut self, tool: &str, now: Timestamp) {
-        let h = self.health(tool);
-        h.breaker.record_success(now);
-        h.budget.record_success(now);
-    }
-
-    /// A call to a tool failed outside `next` (reported by an outcome): its breaker hears of it
-    /// when the class says something about the tool.
-    pub fn record_failure(&mut self, tool: &str, class: Class, now: Timestamp) {
-        if counts_against_tool(class) {
-            self.health(tool).breaker.record_failure(now);
-        }
-    }
-
-    /// A tool's breaker and budget, as they stand.
-    pub fn tool_views(&self, tool: &str, now: Timestamp) -> Option<(BreakerView, BudgetView)> {
-        self.tools
-            .peek(tool)
-            .map(|h| (h.breaker.view(now), h.budget.view(now)))
-    }
-
-    fn fresh_health(&self) -> ToolHealth {
-        ToolHealth {
-            breaker: Breaker::new(self.table.breaker),
-            budget: RetryBudget::new(self.table.budget),
-        }
-    }
-
-    fn health(&mut self, tool: &str) -> &mut ToolHealth {
-        if !self.tools.contains(tool) {
-            let fresh = self.fresh_health();
-            self.tools.put(tool.to_owned(), fresh);
-        }
-        self.tools.get_mut(tool).expect("inserted above")
-    }
+    pub(super) retries_tool: bool,
 }
 
 /// Appends a number's digits (the hot path avoids the formatting machinery).
@@ -374,13 +93,13 @@ fn write_number(out: &mut String, n: u32) {
 
 /// A class's row in the counters: its place in [`ALL_CLASSES`], which lists them in
 /// declaration order.
-fn class_index(class: Class) -> usize {
+pub(super) fn class_index(class: Class) -> usize {
     class as usize
 }
 
 /// Decides the step; `admit` says whether the breaker may change (a probe let through).
 #[allow(clippy::too_many_arguments)]
-fn plan(
+pub(super) fn plan(
     table: &StrategyTable,
     seed: u64,
     task: &str,
@@ -479,7 +198,7 @@ fn plan(
         if let Some(request) = ctx.request {
             reason = format!("a request for `{}` is refused: {reason}", request.as_str());
         }
-        let hint = DENIED.render(slots(0, 1, 1));
+        let hint = HINTS.denied.render(slots(0, 1, 1));
         return Plan {
             step: finish(
                 Action::Stop,
@@ -557,7 +276,7 @@ fn plan(
                 Some(h) => backoff::hinted_ms(&table.backoff, h, &mut jitter),
                 None => backoff::delay_ms(&table.backoff, table.backoff.kind, 0, 0, &mut jitter),
             };
-            let hint = GRANTED_RETRY.render(slots(delay, 1, 1));
+            let hint = HINTS.granted_retry.render(slots(delay, 1, 1));
             let reason = format!("unclassified ({}); {why}", failure.reason);
             return Plan {
                 step: finish(
@@ -620,7 +339,7 @@ fn plan(
                 open.push_str(" is open for another ");
                 write_human_ms(&mut open, wait_ms);
                 return if failure.fallback_allowed {
-                    let hint = BREAKER_FALLBACK.render(slots(0, 1, 1));
+                    let hint = HINTS.breaker_fallback.render(slots(0, 1, 1));
                     Plan {
                         step: finish(
                             Action::FallbackTool,
@@ -640,7 +359,7 @@ fn plan(
                         retries_tool: false,
                     }
                 } else {
-                    let hint = BREAKER_WAIT.render(slots(wait_ms, 1, 1));
+                    let hint = HINTS.breaker_wait.render(slots(wait_ms, 1, 1));
                     Plan {
                         step: finish(
                             Action::Wait,
@@ -713,10 +432,15 @@ fn plan(
                         ))
                         .ok();
                     reason = format!("{reason}; {long}: park the task until then");
-                    hint = PARK.render(slots(delay, attempt + 1, strategy.max_attempts));
+                    hint = HINTS
+                        .park
+                        .render(slots(delay, attempt + 1, strategy.max_attempts));
                 }
                 LongWait::Escalate => {
-                    let hint = TOO_LONG.render(slots(delay, attempt + 1, strategy.max_attempts));
+                    let hint =
+                        HINTS
+                            .too_long
+                            .render(slots(delay, attempt + 1, strategy.max_attempts));
                     return Plan {
                         step: finish(
                             Action::Escalate,
@@ -785,7 +509,7 @@ fn plan(
     if !notes.is_empty() {
         reason = format!("{reason} ({})", notes.join("; "));
     }
-    let hint = SPENT.render(slots(0, 1, 1));
+    let hint = HINTS.spent.render(slots(0, 1, 1));
     Plan {
         step: finish(
             Action::Escalate,

@@ -1,0 +1,297 @@
+//! The hinter: per-task attempt counters and per-tool health, turned into the next step.
+//!
+//! `next` consumes an attempt, `peek` answers the same question without changing anything,
+//! `reset` forgets a task. Task counters live in a bounded LRU (1,024 tasks by default); tool
+//! breakers and retry budgets in another.
+
+use std::num::NonZeroUsize;
+
+use jiff::Timestamp;
+use lru::LruCache;
+use serde::{Deserialize, Serialize};
+
+use super::breaker::{Breaker, BreakerView, counts_against_tool};
+use super::budget::{BudgetView, RetryBudget};
+use super::strategy::{Action, MAX_STRATEGIES, StrategyTable};
+use crate::class::{ALL_CLASSES, Class};
+use crate::classify::Classification;
+
+mod plan;
+
+use self::plan::{class_index, plan};
+
+/// Tools whose breaker and budget are kept (least recently used dropped).
+const MAX_TOOLS: usize = 4096;
+
+/// What the agent knows about the call, for hints.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Context {
+    /// The tool that failed; its breaker and budget apply.
+    #[serde(default)]
+    pub tool: Option<String>,
+    /// What was asked of it.
+    #[serde(default)]
+    pub operation: Option<String>,
+    /// The error, in the agent's words or the tool's.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// The action the agent wants to take, when it asks leave for one (`fallback_tool`).
+    /// After a policy denial, any request but `stop` or `escalate` is refused.
+    #[serde(default)]
+    pub request: Option<Action>,
+}
+
+/// The next step for an agent.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Step {
+    /// The failure's class.
+    pub class: Class,
+    /// What to do.
+    pub action: Action,
+    /// What to do, in words, filled from the context.
+    pub hint: String,
+    /// How long to wait before acting, in milliseconds.
+    pub delay_ms: u64,
+    /// For a long wait: park the task and come back at this time.
+    pub defer_until: Option<Timestamp>,
+    /// The attempts used and allowed.
+    pub attempts: Attempts,
+    /// The tool's circuit breaker, when a tool was named.
+    pub breaker: Option<BreakerView>,
+    /// The tool's retry budget, when a tool was named.
+    pub budget: Option<BudgetView>,
+    /// Who to hand the task to, when the action is `escalate`.
+    pub escalation: Option<Escalation>,
+    /// Why this step, in words.
+    pub reason: String,
+}
+
+/// Attempts used and allowed, for the class and for the whole task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Attempts {
+    /// Attempts this task spent on this class, this step included.
+    pub class_used: u32,
+    /// Attempts the class's strategies allow.
+    pub class_max: u32,
+    /// Attempts this task spent on any class, this step included.
+    pub task_used: u32,
+    /// Attempts the task may spend.
+    pub task_max: u32,
+}
+
+/// A hand-off to a person.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Escalation {
+    /// Who.
+    pub to: String,
+    /// Why.
+    pub why: String,
+}
+
+/// One task's counters.
+#[derive(Debug, Clone, Default)]
+pub(super) struct TaskState {
+    pub(super) used: [[u16; MAX_STRATEGIES]; ALL_CLASSES.len()],
+    pub(super) task_used: u32,
+    pub(super) previous_delay_ms: u64,
+    /// Retries an operator granted for unclassified failures, not yet used.
+    pub(super) operator_grants: u8,
+    /// Whether a configured grant rule already gave this task its one retry.
+    pub(super) rule_grant_used: bool,
+    /// The policy denial that stopped this task, if one did: every later step of the task is
+    /// `stop`, whatever tool or class, until the task is reset.
+    pub(super) denied: Option<String>,
+}
+
+/// A tool's health.
+#[derive(Debug, Clone)]
+pub(super) struct ToolHealth {
+    pub(super) breaker: Breaker,
+    pub(super) budget: RetryBudget,
+}
+
+/// Settings of a hinter beyond its table.
+#[derive(Debug, Clone, Copy)]
+pub struct HinterOptions {
+    /// The seed of all jitter.
+    pub seed: u64,
+}
+
+/// Per-task counters and per-tool health, and the table that turns them into steps.
+#[derive(Debug)]
+pub struct Hinter {
+    table: StrategyTable,
+    tasks: LruCache<String, TaskState>,
+    tools: LruCache<String, ToolHealth>,
+    seed: u64,
+}
+
+impl Hinter {
+    /// A hinter over a table. The task bound is the table's `limits.tasks` (never 0: the table
+    /// refuses it).
+    pub fn new(table: StrategyTable, options: HinterOptions) -> Hinter {
+        let bound = NonZeroUsize::new(table.limits.tasks).unwrap_or(NonZeroUsize::MIN);
+        Hinter {
+            table,
+            tasks: LruCache::new(bound),
+            tools: LruCache::new(NonZeroUsize::new(MAX_TOOLS).unwrap_or(NonZeroUsize::MIN)),
+            seed: options.seed,
+        }
+    }
+
+    /// The table in use.
+    pub fn table(&self) -> &StrategyTable {
+        &self.table
+    }
+
+    /// How many tasks have counters now (never more than the bound).
+    pub fn live_tasks(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// The next step after a failure; consumes an attempt.
+    pub fn next(
+        &mut self,
+        task: &str,
+        failure: &Classification,
+        ctx: &Context,
+        now: Timestamp,
+    ) -> Step {
+        // Disjoint fields: the task's counters and the tool's health are borrowed together, each
+        // found (or made) with one lookup.
+        let state = self.tasks.get_or_insert_mut_ref(task, TaskState::default);
+        let table = &self.table;
+        let mut health = ctx.tool.as_deref().map(|tool| {
+            self.tools.get_or_insert_mut_ref(tool, || ToolHealth {
+                breaker: Breaker::new(table.breaker),
+                budget: RetryBudget::new(table.budget),
+            })
+        });
+        if let Some(h) = health.as_deref_mut()
+            && counts_against_tool(failure.class)
+        {
+            h.breaker.record_failure(now);
+        }
+        let plan = plan(
+            &self.table,
+            self.seed,
+            task,
+            state,
+            health.as_deref_mut(),
+            failure,
+            ctx,
+            now,
+            true,
+        );
+        if let Some(i) = plan.consumed {
+            state.used[class_index(failure.class)][i] += 1;
+        }
+        if plan.task_attempt {
+            state.task_used += 1;
+        }
+        match plan.grant {
+            Some(true) => state.operator_grants = state.operator_grants.saturating_sub(1),
+            Some(false) => state.rule_grant_used = true,
+            None => {}
+        }
+        if plan.step.action.is_retry() {
+            state.previous_delay_ms = plan.step.delay_ms;
+        }
+        if failure.class == Class::PolicyDenied && state.denied.is_none() {
+            state.denied = Some(ctx.tool.clone().unwrap_or_else(|| "a tool".to_owned()));
+        }
+        if plan.retries_tool
+            && let Some(h) = health
+        {
+            h.budget.try_spend(now);
+        }
+        plan.step
+    }
+
+    /// The step `next` would give, changing nothing.
+    pub fn peek(
+        &self,
+        task: &str,
+        failure: &Classification,
+        ctx: &Context,
+        now: Timestamp,
+    ) -> Step {
+        let state = self.tasks.peek(task).cloned().unwrap_or_default();
+        let mut health = ctx.tool.as_deref().map(|tool| {
+            self.tools
+                .peek(tool)
+                .cloned()
+                .unwrap_or_else(|| self.fresh_health())
+        });
+        if let Some(h) = health.as_mut()
+            && counts_against_tool(failure.class)
+        {
+            h.breaker.record_failure(now);
+        }
+        plan(
+            &self.table,
+            self.seed,
+            task,
+            &state,
+            health.as_mut(),
+            failure,
+            ctx,
+            now,
+            false,
+        )
+        .step
+    }
+
+    /// Forgets a task's counters.
+    pub fn reset(&mut self, task: &str) {
+        self.tasks.pop(task);
+    }
+
+    /// An operator grants one retry to the task's next unclassified failure.
+    pub fn grant(&mut self, task: &str) {
+        if !self.tasks.contains(task) {
+            self.tasks.put(task.to_owned(), TaskState::default());
+        }
+        if let Some(state) = self.tasks.get_mut(task) {
+            state.operator_grants = state.operator_grants.saturating_add(1);
+        }
+    }
+
+    /// A call to a tool succeeded: its breaker and budget hear of it.
+    pub fn record_success(&mut self, tool: &str, now: Timestamp) {
+        let h = self.health(tool);
+        h.breaker.record_success(now);
+        h.budget.record_success(now);
+    }
+
+    /// A call to a tool failed outside `next` (reported by an outcome): its breaker hears of it
+    /// when the class says something about the tool.
+    pub fn record_failure(&mut self, tool: &str, class: Class, now: Timestamp) {
+        if counts_against_tool(class) {
+            self.health(tool).breaker.record_failure(now);
+        }
+    }
+
+    /// A tool's breaker and budget, as they stand.
+    pub fn tool_views(&self, tool: &str, now: Timestamp) -> Option<(BreakerView, BudgetView)> {
+        self.tools
+            .peek(tool)
+            .map(|h| (h.breaker.view(now), h.budget.view(now)))
+    }
+
+    fn fresh_health(&self) -> ToolHealth {
+        ToolHealth {
+            breaker: Breaker::new(self.table.breaker),
+            budget: RetryBudget::new(self.table.budget),
+        }
+    }
+
+    fn health(&mut self, tool: &str) -> &mut ToolHealth {
+        if !self.tools.contains(tool) {
+            let fresh = self.fresh_health();
+            self.tools.put(tool.to_owned(), fresh);
+        }
+        self.tools.get_mut(tool).expect("inserted above")
+    }
+}
