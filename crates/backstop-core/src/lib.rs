@@ -9,6 +9,7 @@
 //! | [`report`] | what an agent observed about one failed call, parsed and validated |
 //! | [`classify`] | rules, retry hints and the classification of a report |
 //! | [`recover`] | strategies, backoff, breakers, budgets: the next step after a failure |
+//! | [`verify`] | verified retry: test output read, failure signatures, secrets redacted |
 //! | [`issue`] | one problem in an input, with its path; validators return all of them |
 //! | [`codes`] | gRPC status code and signal name tables |
 #![deny(missing_docs)]
@@ -19,6 +20,7 @@ pub mod codes;
 pub mod issue;
 pub mod recover;
 pub mod report;
+pub mod verify;
 
 pub use class::Class;
 pub use classify::{Classification, Evidence, RuleSet, classify};

@@ -19,8 +19,8 @@ Exit codes:
 #[command(name = "backstop", version, after_help = EXIT_CODES)]
 pub struct Cli {
     /// Log filter (e.g. `debug`, `backstop=trace`); logs go to stderr.
-    #[arg(long, global = true, default_value = "warn", env = crate::settings::ENV_LOG)]
-    pub log: String,
+    #[arg(long, global = true, value_name = "FILTER", default_value = "warn", env = crate::settings::ENV_LOG)]
+    pub log_level: String,
 
     #[command(subcommand)]
     pub command: Command,
@@ -44,6 +44,15 @@ pub enum Command {
     /// Work with recovery strategy files.
     #[command(subcommand)]
     Strategies(StrategiesCommand),
+    /// Keep working until the tests pass: run an attempt, then the tests; stop early when another
+    /// attempt is not worth it.
+    #[command(
+        name = "loop",
+        after_help = LOOP_HELP,
+        subcommand_negates_reqs = true,
+        args_conflicts_with_subcommands = true
+    )]
+    Loop(LoopArgs),
     /// Simulate many clients retrying against one resource, to compare backoff kinds.
     #[command(subcommand)]
     Simulate(SimulateCommand),
@@ -97,6 +106,83 @@ Exit codes:
   0  the replay was printed
   1  an I/O failure
   2  bad input: the trace, a flag, a rules or strategies file was refused";
+
+const LOOP_HELP: &str = "\
+Each round runs the attempt command (if given), then the test command, both with `sh -c`.
+The attempt's environment carries BACKSTOP_ATTEMPT, BACKSTOP_MAX_ATTEMPTS, BACKSTOP_STRATEGY
+(same_approach or change_approach) and BACKSTOP_FAILURE_FILE (the last failure, secrets
+redacted, and a short history). Only a passing test run (exit status 0) ends the loop as done.
+After a failure the built-in decider reads the test output (cargo test, nextest, pytest, go
+test, jest, vitest, or an `N passed, N failed` line), scores the next attempt 1 to 5 and
+chooses same_approach, change_approach or stop; output it cannot read leaves the fixed cap in
+charge. Secrets are redacted from test output before it is shown, logged or written.
+
+Examples:
+  backstop loop --test 'cargo test' --attempt './agent.sh' --max-attempts 5
+  backstop loop --test 'pytest -q' --attempt 'make fix' --log loop.jsonl --handoff handoff/
+
+Exit codes:
+  0  the tests passed
+  1  an I/O failure
+  2  bad flags
+  3  every attempt was spent (the last failure is in --handoff)
+  4  the decider chose to stop
+  5  the expected score fell below --threshold
+  7  the test command could not run (not found or not executable)";
+
+/// `backstop loop`.
+#[derive(Debug, Args)]
+pub struct LoopArgs {
+    /// The test command; exit status 0 means the work is done.
+    #[arg(long, value_name = "CMD", required = true)]
+    pub test: Option<String>,
+    /// The command that makes one attempt (an agent run, a fix script).
+    #[arg(long, value_name = "CMD")]
+    pub attempt: Option<String>,
+    /// The most attempts, 1 to 1000.
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub max_attempts: u32,
+    /// Stop when the expected score (1 to 5) of the next attempt is below this.
+    #[arg(long, value_name = "SCORE", default_value_t = 2.5, value_parser = parse_threshold)]
+    pub threshold: f64,
+    /// Append one JSON line per attempt (score, result, reason) to this file.
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub log: Option<PathBuf>,
+    /// When the loop stops without passing, write handoff.md and handoff.json here.
+    #[arg(long, value_name = "DIR")]
+    pub handoff: Option<PathBuf>,
+    /// Print a JSON summary and plain progress lines.
+    #[arg(long)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: Option<LoopCommand>,
+}
+
+/// `backstop loop ...`.
+#[derive(Debug, Subcommand)]
+pub enum LoopCommand {
+    /// From loop logs: the pass rate of the attempt after each score, and the threshold that
+    /// would have saved the most attempts without stopping a run that later passed.
+    Calibrate(CalibrateArgs),
+}
+
+/// `backstop loop calibrate`.
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// Logs written by `backstop loop --log`.
+    #[arg(required = true, value_name = "LOG")]
+    pub logs: Vec<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_threshold(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if (1.0..=5.0).contains(&v) => Ok(v),
+        _ => Err(format!("`{text}` is not a score from 1 to 5")),
+    }
+}
 
 /// `backstop hint`.
 #[derive(Debug, Args)]

@@ -14,7 +14,7 @@ use crate::cli::{Cli, Command, RulesCommand};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let filter = tracing_subscriber::EnvFilter::try_new(&cli.log)
+    let filter = tracing_subscriber::EnvFilter::try_new(&cli.log_level)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -71,6 +71,12 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             commands::strategies::check(&args, &mut out)?
         }
         Command::Strategies(cli::StrategiesCommand::Show) => commands::strategies::show(&mut out)?,
+        Command::Loop(args) => match &args.command {
+            Some(cli::LoopCommand::Calibrate(calibrate)) => {
+                commands::calibrate::run(calibrate, &mut out, &mut err)?
+            }
+            None => commands::run_loop::run(&args, &mut out, &mut err)?,
+        },
         Command::Rules(RulesCommand::Check(args)) => commands::rules::check(&args, &mut out)?,
         Command::Rules(RulesCommand::Show) => commands::rules::show(&mut out)?,
         Command::Simulate(cli::SimulateCommand::Backoff(args)) => {

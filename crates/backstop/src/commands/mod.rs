@@ -1,10 +1,12 @@
 //! One module per command; each writes to the writers it is given and returns an exit code.
 
+pub mod calibrate;
 pub mod check;
 pub mod classify;
 pub mod hint;
 pub mod replay;
 pub mod rules;
+pub mod run_loop;
 pub mod simulate;
 pub mod strategies;
 

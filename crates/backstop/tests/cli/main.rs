@@ -13,6 +13,8 @@
 //!   inputs and `--strategies` files
 //! - `replay`: `replay TRACE.jsonl`: steps, calls saved and totals; bad traces, every bad line
 //! - `strategies`: `strategies check` (ok, issues, unreadable, JSON shape) and `strategies show`
+//! - `loop_cmd`: `loop` on real processes: passing on the third attempt, the same failure
+//!   stopped early, different failures to the cap, missing and crashing test commands, secrets
 //!
 //! Snapshots are in `snapshots/`; accept new ones with `INSTA_UPDATE=always` and read them.
 
@@ -21,6 +23,7 @@ mod errors;
 mod help;
 mod hint;
 mod jsonl;
+mod loop_cmd;
 mod replay;
 mod rules_cmd;
 mod simulate;

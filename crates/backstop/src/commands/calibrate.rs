@@ -1,0 +1,86 @@
+//! `backstop loop calibrate`: the decider's scores against what happened next.
+
+use std::fs;
+use std::io::{self, Write};
+
+use backstop_core::Issue;
+use backstop_core::verify::calibrate::{LoggedAttempt, calibrate};
+
+use super::EXIT_OK;
+use crate::cli::CalibrateArgs;
+use crate::output;
+
+/// Reads every log, refuses them all if a line is bad (every bad line listed), prints the table.
+pub fn run(args: &CalibrateArgs, out: &mut impl Write, err: &mut impl Write) -> io::Result<u8> {
+    let mut attempts = Vec::new();
+    let mut issues = Vec::new();
+    for path in &args.logs {
+        let origin = path.display().to_string();
+        let text = match fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) => {
+                issues.push(Issue::new(
+                    &origin,
+                    "unreadable",
+                    format!("cannot read the log: {e}"),
+                ));
+                continue;
+            }
+        };
+        for (i, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            match serde_json::from_str::<LoggedAttempt>(line) {
+                Ok(attempt) => attempts.push(attempt),
+                Err(e) => issues.push(Issue::new(
+                    format!("{origin}: line {}", i + 1),
+                    "bad_line",
+                    format!("not a loop log line: {e}"),
+                )),
+            }
+        }
+    }
+    if !issues.is_empty() {
+        let mode = if args.json {
+            crate::settings::OutputMode::Json
+        } else {
+            crate::settings::OutputMode::Human
+        };
+        return output::refuse_command(mode, &issues, out, err);
+    }
+    let c = calibrate(&attempts);
+    if args.json {
+        output::json_line(out, &c)?;
+        return Ok(EXIT_OK);
+    }
+    writeln!(out, "{} runs, {} attempts", c.runs, attempts.len())?;
+    writeln!(out, "score  followed  next passed  pass rate")?;
+    for row in &c.scores {
+        let rate = row
+            .pass_rate
+            .map_or_else(|| "-".to_owned(), |r| format!("{:.0}%", r * 100.0));
+        writeln!(
+            out,
+            "{:>5}  {:>8}  {:>11}  {:>9}",
+            row.score, row.followed, row.next_passed, rate
+        )?;
+    }
+    writeln!(out, "threshold  attempts saved  passing runs stopped")?;
+    for row in &c.thresholds {
+        writeln!(
+            out,
+            "{:>9.1}  {:>14}  {:>20}",
+            row.threshold, row.attempts_saved, row.passing_runs_stopped
+        )?;
+    }
+    match c.best {
+        Some(best) => writeln!(
+            out,
+            "best threshold: {best:.1} (the most attempts saved, no passing run stopped)"
+        )?,
+        None => writeln!(out, "no threshold stops nothing that later passed")?,
+    }
+    Ok(EXIT_OK)
+}

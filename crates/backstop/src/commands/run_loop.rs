@@ -1,0 +1,399 @@
+//! `backstop loop`: run an attempt, then the tests, until the tests pass or the loop stops.
+//!
+//! Only a passing test run ends the loop as done. The built-in decider may stop it early when
+//! another attempt is not worth its cost; it never declares success.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::io::{self, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use backstop_core::verify::decider::{Choice, FailedAttempt, Verdict, decide};
+use backstop_core::verify::parse::parse_output;
+use backstop_core::verify::redact::redact;
+use backstop_core::verify::signature::signature;
+use jiff::Timestamp;
+use serde::Serialize;
+use serde_json::json;
+
+use crate::cli::LoopArgs;
+use crate::output;
+
+/// The tests passed.
+pub const EXIT_PASSED: u8 = 0;
+/// The attempts were spent; the last failure was handed to a person.
+pub const EXIT_BUDGET_SPENT: u8 = 3;
+/// The decider chose to stop.
+pub const EXIT_DECIDER_STOP: u8 = 4;
+/// The decider's score fell below the threshold.
+pub const EXIT_BELOW_THRESHOLD: u8 = 5;
+/// The test command could not run at all (not found, not executable).
+pub const EXIT_TEST_COMMAND: u8 = 7;
+
+/// The most test output kept per attempt (the tail, where runners print their summary).
+const OUTPUT_CAP: usize = 1 << 20;
+
+/// One finished round.
+#[derive(Debug, Clone, Serialize)]
+struct Round {
+    run: String,
+    attempt: u32,
+    at: Timestamp,
+    passed: bool,
+    exit_code: Option<i32>,
+    strategy: &'static str,
+    runner: Option<String>,
+    failed: Option<u32>,
+    signature: Option<String>,
+    score: Option<u8>,
+    choice: Option<Choice>,
+    reason: String,
+    #[serde(skip)]
+    output: String,
+}
+
+/// How the loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Ending {
+    Passed,
+    BudgetSpent,
+    DeciderStop,
+    BelowThreshold,
+    TestCommandFailed,
+}
+
+impl Ending {
+    fn exit_code(self) -> u8 {
+        match self {
+            Ending::Passed => EXIT_PASSED,
+            Ending::BudgetSpent => EXIT_BUDGET_SPENT,
+            Ending::DeciderStop => EXIT_DECIDER_STOP,
+            Ending::BelowThreshold => EXIT_BELOW_THRESHOLD,
+            Ending::TestCommandFailed => EXIT_TEST_COMMAND,
+        }
+    }
+
+    fn words(self) -> &'static str {
+        match self {
+            Ending::Passed => "the tests passed",
+            Ending::BudgetSpent => "every attempt was spent; hand the last failure to a person",
+            Ending::DeciderStop => "the decider stopped the loop: another attempt is not worth it",
+            Ending::BelowThreshold => "the expected score fell below the threshold",
+            Ending::TestCommandFailed => "the test command could not run",
+        }
+    }
+}
+
+/// Runs the loop.
+pub fn run(args: &LoopArgs, out: &mut impl Write, err: &mut impl Write) -> io::Result<u8> {
+    let started = Instant::now();
+    // Required by the parser unless a subcommand runs instead.
+    let test_command = args.test.as_deref().unwrap_or("false");
+    let run_id = format!("{}-{}", Timestamp::now().as_second(), std::process::id());
+    let live = !args.json && io::stderr().is_terminal();
+    let work = std::env::temp_dir().join(format!("backstop-loop-{}", std::process::id()));
+    fs::create_dir_all(&work)?;
+    let failure_file = work.join("last-failure.md");
+    let mut rounds: Vec<Round> = Vec::new();
+    let mut history: Vec<FailedAttempt> = Vec::new();
+    let mut strategy = "same_approach";
+    let mut log = match &args.log {
+        Some(path) => Some(
+            fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)?,
+        ),
+        None => None,
+    };
+    let mut ending = Ending::BudgetSpent;
+    for attempt in 1..=args.max_attempts {
+        if let Some(command) = &args.attempt {
+            status(
+                err,
+                live,
+                &format!(
+                    "attempt {attempt}/{}: running the attempt",
+                    args.max_attempts
+                ),
+                started,
+            )?;
+            let env = [
+                ("BACKSTOP_ATTEMPT", attempt.to_string()),
+                ("BACKSTOP_MAX_ATTEMPTS", args.max_attempts.to_string()),
+                ("BACKSTOP_STRATEGY", strategy.to_owned()),
+                ("BACKSTOP_FAILURE_FILE", failure_file.display().to_string()),
+            ];
+            // The attempt's own result does not matter: only the tests decide.
+            let _ = shell(command, &env)?;
+        }
+        status(
+            err,
+            live,
+            &format!("attempt {attempt}/{}: running the tests", args.max_attempts),
+            started,
+        )?;
+        let (code, raw) = shell(test_command, &[])?;
+        let (text, _) = redact(&raw);
+        if matches!(code, Some(126 | 127)) {
+            let reason = format!(
+                "the test command could not run (exit status {}): {}",
+                code.unwrap_or_default(),
+                text.lines().last().unwrap_or("no output")
+            );
+            rounds.push(round(
+                &run_id, attempt, false, code, strategy, None, None, reason, text,
+            ));
+            ending = Ending::TestCommandFailed;
+            break;
+        }
+        if code == Some(0) {
+            rounds.push(round(
+                &run_id,
+                attempt,
+                true,
+                code,
+                strategy,
+                None,
+                None,
+                "the tests passed".to_owned(),
+                text,
+            ));
+            write_log(log.as_mut(), rounds.last())?;
+            ending = Ending::Passed;
+            break;
+        }
+        let parsed = parse_output(&text);
+        let summary = parsed.as_ref().map(|r| {
+            (
+                format!("{:?}", r.runner).to_lowercase(),
+                r.failed,
+                signature(r).digest(),
+            )
+        });
+        history.push(FailedAttempt { run: parsed });
+        let verdict = decide(&history);
+        let mut r = round(
+            &run_id,
+            attempt,
+            false,
+            code,
+            strategy,
+            summary,
+            Some(&verdict),
+            verdict.reason.clone(),
+            text,
+        );
+        if code.is_none() {
+            r.reason = format!("the test command was killed by a signal; {}", r.reason);
+        }
+        rounds.push(r);
+        write_log(log.as_mut(), rounds.last())?;
+        write_failure_file(&failure_file, &rounds)?;
+        status(
+            err,
+            live,
+            &format!(
+                "attempt {attempt}/{}: failed, score {}: {}",
+                args.max_attempts, verdict.score, verdict.reason
+            ),
+            started,
+        )?;
+        if attempt == args.max_attempts {
+            ending = Ending::BudgetSpent;
+            break;
+        }
+        if verdict.read_output && verdict.choice == Choice::Stop {
+            ending = Ending::DeciderStop;
+            break;
+        }
+        if verdict.read_output && f64::from(verdict.score) < args.threshold {
+            ending = Ending::BelowThreshold;
+            break;
+        }
+        strategy = match verdict.choice {
+            Choice::ChangeApproach => "change_approach",
+            _ => "same_approach",
+        };
+    }
+    if live {
+        writeln!(err)?;
+    }
+    if ending != Ending::Passed
+        && let Some(dir) = &args.handoff
+    {
+        write_handoff(dir, ending, &rounds)?;
+    }
+    let _ = fs::remove_dir_all(&work);
+    let summary = json!({
+        "ending": ending,
+        "why": ending.words(),
+        "exit_code": ending.exit_code(),
+        "attempts": rounds.len(),
+        "elapsed_ms": u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        "rounds": rounds,
+    });
+    if args.json {
+        output::json_line(out, &summary)?;
+    } else {
+        writeln!(
+            out,
+            "{} after {} attempt(s): {}",
+            ending_word(ending),
+            rounds.len(),
+            ending.words()
+        )?;
+        if let Some(last) = rounds.last().filter(|r| !r.passed) {
+            writeln!(out, "  last failure: {}", last.reason)?;
+        }
+    }
+    Ok(ending.exit_code())
+}
+
+fn ending_word(ending: Ending) -> &'static str {
+    if ending == Ending::Passed {
+        "passed"
+    } else {
+        "stopped"
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn round(
+    run: &str,
+    attempt: u32,
+    passed: bool,
+    exit_code: Option<i32>,
+    strategy: &'static str,
+    summary: Option<(String, u32, String)>,
+    verdict: Option<&Verdict>,
+    reason: String,
+    output: String,
+) -> Round {
+    let (runner, failed, signature) = match summary {
+        Some((runner, failed, digest)) => (Some(runner), Some(failed), Some(digest)),
+        None => (None, None, None),
+    };
+    Round {
+        run: run.to_owned(),
+        attempt,
+        at: Timestamp::now(),
+        passed,
+        exit_code,
+        strategy,
+        runner,
+        failed,
+        signature,
+        score: verdict.map(|v| v.score),
+        choice: verdict.map(|v| v.choice),
+        reason,
+        output,
+    }
+}
+
+/// Runs a command with `sh -c`, its output (stdout then stderr, the tail kept) and its exit
+/// status (`None` when a signal ended it).
+fn shell(command: &str, env: &[(&str, String)]) -> io::Result<(Option<i32>, String)> {
+    let mut child = Command::new("sh");
+    child.arg("-c").arg(command).stdin(Stdio::null());
+    for (name, value) in env {
+        child.env(name, value);
+    }
+    let result = child.output()?;
+    let mut text = String::from_utf8_lossy(&result.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&result.stderr));
+    if text.len() > OUTPUT_CAP {
+        let cut = text.ceil_char_boundary(text.len() - OUTPUT_CAP);
+        text = text[cut..].to_owned();
+    }
+    Ok((result.status.code(), text))
+}
+
+fn status(err: &mut impl Write, live: bool, message: &str, started: Instant) -> io::Result<()> {
+    let elapsed = started.elapsed().as_secs();
+    if live {
+        write!(err, "\r\x1b[2K[{elapsed}s] {message}")?;
+        err.flush()
+    } else {
+        writeln!(err, "[{elapsed}s] {message}")
+    }
+}
+
+fn write_log(log: Option<&mut fs::File>, round: Option<&Round>) -> io::Result<()> {
+    if let (Some(file), Some(round)) = (log, round) {
+        output::json_line(file, round)?;
+    }
+    Ok(())
+}
+
+/// The file an attempt command reads: the last failure (redacted) and a short history.
+fn write_failure_file(path: &Path, rounds: &[Round]) -> io::Result<()> {
+    let mut text = String::from("# The last failure\n\n");
+    if let Some(last) = rounds.last() {
+        let _ = write!(
+            text,
+            "Attempt {}: {}\n\n```\n{}\n```\n\n",
+            last.attempt,
+            last.reason,
+            tail(&last.output, 60)
+        );
+    }
+    text.push_str("# History\n\n");
+    for r in rounds {
+        let _ = writeln!(
+            text,
+            "- attempt {} ({}): {}",
+            r.attempt, r.strategy, r.reason
+        );
+    }
+    fs::write(path, text)
+}
+
+fn write_handoff(dir: &PathBuf, ending: Ending, rounds: &[Round]) -> io::Result<()> {
+    fs::create_dir_all(dir)?;
+    let last = rounds.iter().rev().find(|r| !r.passed);
+    let report = json!({
+        "ending": ending,
+        "why": ending.words(),
+        "last_failure": last.map(|r| json!({"attempt": r.attempt, "reason": r.reason, "output": tail(&r.output, 200)})),
+        "history": rounds,
+    });
+    fs::write(
+        dir.join("handoff.json"),
+        serde_json::to_string_pretty(&report)? + "\n",
+    )?;
+    let mut md = format!(
+        "# backstop loop: handed to a person\n\nWhy it stopped: {}.\n\n",
+        ending.words()
+    );
+    md.push_str("| attempt | strategy | result | score | reason |\n|---|---|---|---|---|\n");
+    for r in rounds {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} |",
+            r.attempt,
+            r.strategy,
+            if r.passed { "passed" } else { "failed" },
+            r.score.map_or_else(|| "-".to_owned(), |s| s.to_string()),
+            r.reason.replace('|', "\\|")
+        );
+    }
+    if let Some(last) = last {
+        let _ = write!(
+            md,
+            "\n## The last failure (attempt {})\n\n```\n{}\n```\n",
+            last.attempt,
+            tail(&last.output, 200)
+        );
+    }
+    fs::write(dir.join("handoff.md"), md)
+}
+
+/// The last `lines` lines of a text.
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}

@@ -1,0 +1,278 @@
+//! `backstop loop` on real processes: a shell attempt and a shell test command per round.
+
+use std::fs;
+
+use crate::support::{TempDir, arg, run_in};
+
+/// A test command that fails the way a pytest run does, naming `$WORD` in its error.
+const PYTEST_FAIL: &str = r#"printf 'FAILED tests/test_app.py::test_total - AssertionError: expected %s\n==== 1 failed, 3 passed in 0.12s ====\n' "$WORD"; exit 1"#;
+
+fn rounds(json: &serde_json::Value) -> usize {
+    json["rounds"].as_array().map_or(0, Vec::len)
+}
+
+#[test]
+fn a_task_that_passes_on_its_third_attempt_ends_with_0() {
+    let dir = TempDir::new("loop-third");
+    let run = run_in(
+        Some(dir.path()),
+        &[
+            "loop",
+            "--attempt",
+            "echo x >> attempts",
+            "--test",
+            "test $(wc -l < attempts) -ge 3",
+            "--max-attempts",
+            "5",
+            "--json",
+        ],
+        b"",
+    );
+    run.expect_code(0);
+    let json = run.json();
+    assert_eq!(json["ending"], "passed", "{json}");
+    assert_eq!(rounds(&json), 3);
+    // The output had no runner's summary: the fixed cap stayed in charge, and said so.
+    assert!(
+        json["rounds"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("fixed cap"),
+        "{json}"
+    );
+}
+
+#[test]
+fn the_same_failure_forever_is_stopped_before_the_cap() {
+    let dir = TempDir::new("loop-same");
+    let test = format!("WORD=apple; {PYTEST_FAIL}");
+    let handoff = dir.path().join("handoff");
+    let run = run_in(
+        Some(dir.path()),
+        &[
+            "loop",
+            "--test",
+            &test,
+            "--max-attempts",
+            "6",
+            "--handoff",
+            arg(&handoff),
+            "--json",
+        ],
+        b"",
+    );
+    let json = run.json();
+    assert_eq!(run.code, 5, "{json}");
+    assert_eq!(json["ending"], "below_threshold");
+    assert!(rounds(&json) < 6, "stopped before the cap: {json}");
+    assert!(
+        json["rounds"][1]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("same failure"),
+        "{json}"
+    );
+    let md = fs::read_to_string(handoff.join("handoff.md")).unwrap();
+    assert!(md.contains("expected apple"), "{md}");
+    let report: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(handoff.join("handoff.json")).unwrap()).unwrap();
+    assert_eq!(report["ending"], "below_threshold");
+}
+
+#[test]
+fn a_task_failing_differently_each_time_runs_to_the_cap() {
+    let dir = TempDir::new("loop-different");
+    // Each round names another fruit: a different failure every time.
+    let test =
+        format!("echo x >> rounds; WORD=$(sed -n \"$(wc -l < rounds)p\" fruits); {PYTEST_FAIL}");
+    dir.write("fruits", "apple\nbanana\ncherry\ndamson\nelder\n");
+    let run = run_in(
+        Some(dir.path()),
+        &["loop", "--test", &test, "--max-attempts", "4", "--json"],
+        b"",
+    );
+    let json = run.json();
+    assert_eq!(run.code, 3, "{json}");
+    assert_eq!(json["ending"], "budget_spent");
+    assert_eq!(rounds(&json), 4);
+}
+
+#[test]
+fn a_missing_test_command_is_a_clear_error_not_a_pass() {
+    let run = run_in(
+        None,
+        &["loop", "--test", "no-such-test-command-backstop", "--json"],
+        b"",
+    );
+    let json = run.json();
+    assert_eq!(run.code, 7, "{json}");
+    assert_eq!(json["ending"], "test_command_failed");
+    assert!(
+        json["rounds"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("could not run"),
+        "{json}"
+    );
+}
+
+#[test]
+fn a_crashing_test_command_is_a_failure_not_a_pass() {
+    let run = run_in(
+        None,
+        &[
+            "loop",
+            "--test",
+            "kill -9 $$",
+            "--max-attempts",
+            "2",
+            "--json",
+        ],
+        b"",
+    );
+    let json = run.json();
+    assert_eq!(run.code, 3, "{json}");
+    assert!(
+        json["rounds"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("killed by a signal"),
+        "{json}"
+    );
+    assert_eq!(json["rounds"][0]["passed"], false);
+}
+
+#[test]
+fn secrets_in_test_output_never_reach_the_handoff_or_the_log() {
+    let dir = TempDir::new("loop-secret");
+    let key = "sk-proj-TESTTESTTESTTESTTESTTESTTESTTEST1234";
+    let test = format!(
+        "echo 'OPENAI_API_KEY={key}'; echo 'connecting to postgres://app:hunter2@db/app'; exit 1"
+    );
+    let handoff = dir.path().join("h");
+    let log = dir.path().join("loop.jsonl");
+    let run = run_in(
+        Some(dir.path()),
+        &[
+            "loop",
+            "--test",
+            &test,
+            "--max-attempts",
+            "2",
+            "--handoff",
+            arg(&handoff),
+            "--log",
+            arg(&log),
+            "--json",
+        ],
+        b"",
+    );
+    assert_eq!(run.code, 3, "{}", run.stdout);
+    for file in [
+        handoff.join("handoff.md"),
+        handoff.join("handoff.json"),
+        log,
+    ] {
+        let written = fs::read_to_string(&file).unwrap();
+        assert!(!written.contains(key), "{}: {written}", file.display());
+        assert!(
+            !written.contains("hunter2"),
+            "{}: {written}",
+            file.display()
+        );
+    }
+    assert!(!run.stdout.contains(key) && !run.stderr.contains(key));
+}
+
+#[test]
+fn the_attempt_sees_its_number_strategy_and_the_last_failure() {
+    let dir = TempDir::new("loop-env");
+    let attempt = r#"echo "$BACKSTOP_ATTEMPT/$BACKSTOP_MAX_ATTEMPTS $BACKSTOP_STRATEGY" >> seen; test -f "$BACKSTOP_FAILURE_FILE" && cp "$BACKSTOP_FAILURE_FILE" last-failure.md; true"#;
+    let run = run_in(
+        Some(dir.path()),
+        &[
+            "loop",
+            "--attempt",
+            attempt,
+            "--test",
+            "echo boom; exit 1",
+            "--max-attempts",
+            "3",
+            "--json",
+        ],
+        b"",
+    );
+    assert_eq!(run.code, 3, "{}", run.stdout);
+    let seen = fs::read_to_string(dir.path().join("seen")).unwrap();
+    assert_eq!(
+        seen,
+        "1/3 same_approach\n2/3 same_approach\n3/3 same_approach\n"
+    );
+    let failure = fs::read_to_string(dir.path().join("last-failure.md")).unwrap();
+    assert!(failure.contains("boom"), "{failure}");
+}
+
+#[test]
+fn bad_flags_are_refused() {
+    for flags in [
+        &["loop", "--test", "true", "--max-attempts", "0"][..],
+        &["loop", "--test", "true", "--threshold", "9"],
+        &["loop"],
+    ] {
+        let run = run_in(None, flags, b"");
+        assert_eq!(run.code, 2, "{flags:?}: {}", run.stderr);
+    }
+}
+
+#[test]
+fn calibrate_reads_the_logs_loops_write() {
+    let dir = TempDir::new("loop-calibrate");
+    let log = dir.path().join("loop.jsonl");
+    // One run stuck on the same failure until stopped, one that passes on its third attempt.
+    let stuck = format!("WORD=apple; {PYTEST_FAIL}");
+    let run = run_in(
+        Some(dir.path()),
+        &[
+            "loop",
+            "--test",
+            &stuck,
+            "--max-attempts",
+            "4",
+            "--threshold",
+            "1",
+            "--log",
+            arg(&log),
+            "--json",
+        ],
+        b"",
+    );
+    assert_ne!(run.code, 0, "{}", run.stdout);
+    let run = run_in(
+        Some(dir.path()),
+        &[
+            "loop",
+            "--attempt",
+            "echo x >> n",
+            "--test",
+            "test $(wc -l < n) -ge 3",
+            "--log",
+            arg(&log),
+            "--json",
+        ],
+        b"",
+    );
+    run.expect_code(0);
+    let calibration = run_in(None, &["loop", "calibrate", arg(&log), "--json"], b"");
+    calibration.expect_code(0);
+    let c = calibration.json();
+    assert_eq!(c["runs"], 2, "{c}");
+    assert!(c["best"].is_number(), "{c}");
+
+    let bad = dir.write("bad.jsonl", "{\"run\": \"r\"}\nnot json\n");
+    let refused = run_in(None, &["loop", "calibrate", arg(&bad), "--json"], b"");
+    assert_eq!(refused.code, 2, "{}", refused.stdout);
+    assert_eq!(
+        refused.json()["error"]["issues"].as_array().unwrap().len(),
+        2
+    );
+}
