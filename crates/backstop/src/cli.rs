@@ -128,7 +128,14 @@ Exit codes:
   3  every attempt was spent (the last failure is in --handoff)
   4  the decider chose to stop
   5  the expected score fell below --threshold
-  7  the test command could not run (not found or not executable)";
+  6  the external decider abstained: ask a person
+  7  the test command could not run (not found or not executable)
+
+An external decider (--decider URL) gets POST {\"state\": {attempt, max_attempts, tests,
+test_output, previous_failures}, \"questions\": {next_attempt, strategy}} with a fresh
+Idempotency-Key per question and, if BACKSTOP_DECIDER_KEY is set, a bearer token. It answers
+{\"answers\": {\"next_attempt\": {\"expected_score\", \"abstained\"}, \"strategy\":
+{\"decision\", \"abstained\"}}}. An error or a timeout leaves the fixed cap in charge.";
 
 /// `backstop loop`.
 #[derive(Debug, Args)]
@@ -145,6 +152,13 @@ pub struct LoopArgs {
     /// Stop when the expected score (1 to 5) of the next attempt is below this.
     #[arg(long, value_name = "SCORE", default_value_t = 2.5, value_parser = parse_threshold)]
     pub threshold: f64,
+    /// `builtin` (reads the test output), or the URL of an external decider to POST to
+    /// (bearer token from `BACKSTOP_DECIDER_KEY`).
+    #[arg(long, value_name = "builtin|URL", default_value = "builtin", value_parser = parse_decider)]
+    pub decider: String,
+    /// How long to wait for an external decider before the fixed cap decides (e.g. 60s).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_timeout)]
+    pub decider_timeout: std::time::Duration,
     /// Append one JSON line per attempt (score, result, reason) to this file.
     #[arg(long, value_name = "FILE.jsonl")]
     pub log: Option<PathBuf>,
@@ -175,6 +189,25 @@ pub struct CalibrateArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+fn parse_decider(text: &str) -> Result<String, String> {
+    if text == "builtin" || text.starts_with("http://") || text.starts_with("https://") {
+        Ok(text.to_owned())
+    } else {
+        Err(format!(
+            "`{text}` is neither `builtin` nor an http:// or https:// URL"
+        ))
+    }
+}
+
+fn parse_timeout(text: &str) -> Result<std::time::Duration, String> {
+    match text.parse::<jiff::SignedDuration>() {
+        Ok(d) if d.is_positive() => std::time::Duration::try_from(d).map_err(|e| e.to_string()),
+        _ => Err(format!(
+            "`{text}` is not a positive duration like 60s or 1m30s"
+        )),
+    }
 }
 
 fn parse_threshold(text: &str) -> Result<f64, String> {

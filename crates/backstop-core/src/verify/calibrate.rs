@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// One attempt as a loop log records it.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct LoggedAttempt {
     /// The loop run it belongs to.
     pub run: String,
@@ -15,9 +15,10 @@ pub struct LoggedAttempt {
     pub attempt: u32,
     /// Whether the tests passed.
     pub passed: bool,
-    /// The decider's score after it failed (absent when it passed).
+    /// The decider's score after it failed, 1 to 5 (absent when it passed, or when no decider
+    /// answered). An external decider's fractional score counts in its nearest whole score.
     #[serde(default)]
-    pub score: Option<u8>,
+    pub score: Option<f64>,
 }
 
 /// How often the attempt after a score passed.
@@ -61,6 +62,13 @@ pub struct Calibration {
 /// The thresholds tried.
 const CANDIDATES: [f64; 9] = [1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0];
 
+/// The whole score (1 to 5) a score counts in, if it is one.
+fn bucket(score: f64) -> Option<usize> {
+    let rounded = score.round();
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    (1.0..=5.0).contains(&rounded).then_some(rounded as usize)
+}
+
 /// Calibrates from logged attempts (any order; grouped by run, ordered by attempt).
 pub fn calibrate(attempts: &[LoggedAttempt]) -> Calibration {
     let mut runs: BTreeMap<&str, Vec<&LoggedAttempt>> = BTreeMap::new();
@@ -74,9 +82,9 @@ pub fn calibrate(attempts: &[LoggedAttempt]) -> Calibration {
     let mut next_passed = [0usize; 6];
     for list in runs.values() {
         for pair in list.windows(2) {
-            if let Some(score) = pair[0].score.filter(|s| (1..=5).contains(s)) {
-                followed[usize::from(score)] += 1;
-                next_passed[usize::from(score)] += usize::from(pair[1].passed);
+            if let Some(bucket) = pair[0].score.and_then(bucket) {
+                followed[bucket] += 1;
+                next_passed[bucket] += usize::from(pair[1].passed);
             }
         }
     }
@@ -107,7 +115,7 @@ pub fn calibrate(attempts: &[LoggedAttempt]) -> Calibration {
             for list in runs.values() {
                 let stop_at = list
                     .iter()
-                    .position(|a| !a.passed && a.score.is_some_and(|s| f64::from(s) < threshold));
+                    .position(|a| !a.passed && a.score.is_some_and(|s| s < threshold));
                 if let Some(i) = stop_at {
                     let after = &list[i + 1..];
                     row.attempts_saved += after.len();
@@ -143,7 +151,7 @@ mod tests {
             run: run.to_owned(),
             attempt,
             passed,
-            score,
+            score: score.map(f64::from),
         }
     }
 

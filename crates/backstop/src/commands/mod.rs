@@ -3,6 +3,7 @@
 pub mod calibrate;
 pub mod check;
 pub mod classify;
+pub mod external_decider;
 pub mod hint;
 pub mod replay;
 pub mod rules;

@@ -18,6 +18,7 @@ use jiff::Timestamp;
 use serde::Serialize;
 use serde_json::json;
 
+use super::external_decider::{Answer, ENV_DECIDER_KEY, ExternalDecider};
 use crate::cli::LoopArgs;
 use crate::output;
 
@@ -29,6 +30,8 @@ pub const EXIT_BUDGET_SPENT: u8 = 3;
 pub const EXIT_DECIDER_STOP: u8 = 4;
 /// The decider's score fell below the threshold.
 pub const EXIT_BELOW_THRESHOLD: u8 = 5;
+/// The external decider abstained.
+pub const EXIT_ABSTAINED: u8 = 6;
 /// The test command could not run at all (not found, not executable).
 pub const EXIT_TEST_COMMAND: u8 = 7;
 
@@ -47,11 +50,77 @@ struct Round {
     runner: Option<String>,
     failed: Option<u32>,
     signature: Option<String>,
-    score: Option<u8>,
+    score: Option<f64>,
     choice: Option<Choice>,
     reason: String,
     #[serde(skip)]
     output: String,
+}
+
+/// The decider's answer after a failure, built-in or external.
+#[derive(Debug, Clone)]
+struct Judgement {
+    score: Option<f64>,
+    choice: Option<Choice>,
+    reason: String,
+    /// Whether the answer may stop the loop (the output was read; the decider answered).
+    binding: bool,
+    abstained: bool,
+}
+
+impl Judgement {
+    fn builtin(v: Verdict) -> Judgement {
+        Judgement {
+            score: Some(f64::from(v.score)),
+            choice: Some(v.choice),
+            reason: v.reason,
+            binding: v.read_output,
+            abstained: false,
+        }
+    }
+
+    fn external(answer: Answer) -> Judgement {
+        match answer {
+            Answer::Verdict { score, choice } => Judgement {
+                score: Some(score),
+                choice: Some(choice),
+                reason: format!(
+                    "the decider expects {score:.1} of 5 and chose {}",
+                    choice_name(choice)
+                ),
+                binding: true,
+                abstained: false,
+            },
+            Answer::Abstained => Judgement {
+                score: None,
+                choice: None,
+                reason: "the decider abstained".to_owned(),
+                binding: false,
+                abstained: true,
+            },
+            Answer::Unavailable(why) => Judgement {
+                score: None,
+                choice: None,
+                reason: format!("{why}; the fixed cap of attempts decides"),
+                binding: false,
+                abstained: false,
+            },
+        }
+    }
+}
+
+fn choice_name(choice: Choice) -> &'static str {
+    match choice {
+        Choice::SameApproach => "same_approach",
+        Choice::ChangeApproach => "change_approach",
+        Choice::Stop => "stop",
+    }
+}
+
+/// The last `n` characters of a text.
+fn tail_chars(text: &str, n: usize) -> String {
+    let skip = text.chars().count().saturating_sub(n);
+    text.chars().skip(skip).collect()
 }
 
 /// How the loop ended.
@@ -62,6 +131,7 @@ enum Ending {
     BudgetSpent,
     DeciderStop,
     BelowThreshold,
+    Abstained,
     TestCommandFailed,
 }
 
@@ -72,6 +142,7 @@ impl Ending {
             Ending::BudgetSpent => EXIT_BUDGET_SPENT,
             Ending::DeciderStop => EXIT_DECIDER_STOP,
             Ending::BelowThreshold => EXIT_BELOW_THRESHOLD,
+            Ending::Abstained => EXIT_ABSTAINED,
             Ending::TestCommandFailed => EXIT_TEST_COMMAND,
         }
     }
@@ -82,6 +153,7 @@ impl Ending {
             Ending::BudgetSpent => "every attempt was spent; hand the last failure to a person",
             Ending::DeciderStop => "the decider stopped the loop: another attempt is not worth it",
             Ending::BelowThreshold => "the expected score fell below the threshold",
+            Ending::Abstained => "the decider abstained; ask a person",
             Ending::TestCommandFailed => "the test command could not run",
         }
     }
@@ -110,6 +182,16 @@ pub fn run(args: &LoopArgs, out: &mut impl Write, err: &mut impl Write) -> io::R
         None => None,
     };
     let mut ending = Ending::BudgetSpent;
+    let decider = match args.decider.as_str() {
+        "builtin" => None,
+        url => Some(ExternalDecider::new(
+            url,
+            std::env::var(ENV_DECIDER_KEY)
+                .ok()
+                .filter(|k| !k.is_empty()),
+            args.decider_timeout,
+        )),
+    };
     for attempt in 1..=args.max_attempts {
         if let Some(command) = &args.attempt {
             status(
@@ -145,7 +227,15 @@ pub fn run(args: &LoopArgs, out: &mut impl Write, err: &mut impl Write) -> io::R
                 text.lines().last().unwrap_or("no output")
             );
             rounds.push(round(
-                &run_id, attempt, false, code, strategy, None, None, reason, text,
+                &run_id,
+                attempt,
+                false,
+                code,
+                strategy,
+                None,
+                (None, None),
+                reason,
+                text,
             ));
             ending = Ending::TestCommandFailed;
             break;
@@ -158,7 +248,7 @@ pub fn run(args: &LoopArgs, out: &mut impl Write, err: &mut impl Write) -> io::R
                 code,
                 strategy,
                 None,
-                None,
+                (None, None),
                 "the tests passed".to_owned(),
                 text,
             ));
@@ -174,8 +264,28 @@ pub fn run(args: &LoopArgs, out: &mut impl Write, err: &mut impl Write) -> io::R
                 signature(r).digest(),
             )
         });
+        let tests = parsed
+            .as_ref()
+            .map(|r| format!("{} passed, {} failed", r.passed, r.failed));
         history.push(FailedAttempt { run: parsed });
-        let verdict = decide(&history);
+        let judgement = if attempt == args.max_attempts {
+            Judgement::builtin(decide(&history))
+        } else {
+            match &decider {
+                Some(external) => {
+                    let state = json!({
+                        "attempt": attempt,
+                        "max_attempts": args.max_attempts,
+                        "tests": tests,
+                        "test_output": tail_chars(&text, 4000),
+                        "previous_failures": rounds.iter().rev().take(3).rev()
+                            .map(|r| tail_chars(&r.output, 800)).collect::<Vec<_>>(),
+                    });
+                    Judgement::external(external.ask(&state))
+                }
+                None => Judgement::builtin(decide(&history)),
+            }
+        };
         let mut r = round(
             &run_id,
             attempt,
@@ -183,8 +293,8 @@ pub fn run(args: &LoopArgs, out: &mut impl Write, err: &mut impl Write) -> io::R
             code,
             strategy,
             summary,
-            Some(&verdict),
-            verdict.reason.clone(),
+            (judgement.score, judgement.choice),
+            judgement.reason.clone(),
             text,
         );
         if code.is_none() {
@@ -193,12 +303,15 @@ pub fn run(args: &LoopArgs, out: &mut impl Write, err: &mut impl Write) -> io::R
         rounds.push(r);
         write_log(log.as_mut(), rounds.last())?;
         write_failure_file(&failure_file, &rounds)?;
+        let score = judgement
+            .score
+            .map_or_else(|| "-".to_owned(), |s| format!("{s:.1}"));
         status(
             err,
             live,
             &format!(
-                "attempt {attempt}/{}: failed, score {}: {}",
-                args.max_attempts, verdict.score, verdict.reason
+                "attempt {attempt}/{}: failed, score {score}: {}",
+                args.max_attempts, judgement.reason
             ),
             started,
         )?;
@@ -206,16 +319,20 @@ pub fn run(args: &LoopArgs, out: &mut impl Write, err: &mut impl Write) -> io::R
             ending = Ending::BudgetSpent;
             break;
         }
-        if verdict.read_output && verdict.choice == Choice::Stop {
+        if judgement.abstained {
+            ending = Ending::Abstained;
+            break;
+        }
+        if judgement.binding && judgement.choice == Some(Choice::Stop) {
             ending = Ending::DeciderStop;
             break;
         }
-        if verdict.read_output && f64::from(verdict.score) < args.threshold {
+        if judgement.binding && judgement.score.is_some_and(|s| s < args.threshold) {
             ending = Ending::BelowThreshold;
             break;
         }
-        strategy = match verdict.choice {
-            Choice::ChangeApproach => "change_approach",
+        strategy = match judgement.choice {
+            Some(Choice::ChangeApproach) => "change_approach",
             _ => "same_approach",
         };
     }
@@ -269,7 +386,7 @@ fn round(
     exit_code: Option<i32>,
     strategy: &'static str,
     summary: Option<(String, u32, String)>,
-    verdict: Option<&Verdict>,
+    (score, choice): (Option<f64>, Option<Choice>),
     reason: String,
     output: String,
 ) -> Round {
@@ -287,8 +404,8 @@ fn round(
         runner,
         failed,
         signature,
-        score: verdict.map(|v| v.score),
-        choice: verdict.map(|v| v.choice),
+        score,
+        choice,
         reason,
         output,
     }

@@ -276,3 +276,150 @@ fn calibrate_reads_the_logs_loops_write() {
         2
     );
 }
+
+/// A decider on 127.0.0.1 that answers every request with `reply`, or never answers when it
+/// is `None`; the requests it got (head and body) are kept.
+struct FakeDecider {
+    url: String,
+    requests: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+fn fake_decider(reply: Option<&'static str>) -> FakeDecider {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1/decisions", listener.local_addr().unwrap());
+    let requests = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = requests.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { break };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut head = String::new();
+            let mut length = 0usize;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+                head.push_str(&line);
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            seen.lock()
+                .unwrap()
+                .push(format!("{head}\r\n{}", String::from_utf8_lossy(&body)));
+            match reply {
+                Some(json) => {
+                    let _ = write!(
+                        stream,
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{json}",
+                        json.len()
+                    );
+                }
+                None => std::thread::sleep(std::time::Duration::from_secs(10)),
+            }
+        }
+    });
+    FakeDecider { url, requests }
+}
+
+fn loop_with_decider(decider: &FakeDecider, extra: &[&str]) -> crate::support::Run {
+    let mut args = vec![
+        "loop",
+        "--test",
+        "echo 'FAILED tests/t.py::test_a - AssertionError'; echo '1 failed, 1 passed'; exit 1",
+        "--decider",
+        &decider.url,
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_backstop"))
+        .args(&args)
+        .env("BACKSTOP_DECIDER_KEY", "test-decider-key")
+        .output()
+        .unwrap();
+    crate::support::Run {
+        code: output.status.code().unwrap(),
+        stdout: String::from_utf8(output.stdout).unwrap(),
+        stderr: String::from_utf8(output.stderr).unwrap(),
+    }
+}
+
+const SAME: &str = r#"{"answers": {"next_attempt": {"expected_score": 4.2, "abstained": false}, "strategy": {"decision": "same_approach", "abstained": false}}}"#;
+const STOP: &str = r#"{"answers": {"next_attempt": {"expected_score": 3.0, "abstained": false}, "strategy": {"decision": "stop", "abstained": false}}}"#;
+const ABSTAIN: &str =
+    r#"{"answers": {"next_attempt": {"abstained": true}, "strategy": {"abstained": true}}}"#;
+
+#[test]
+fn an_external_decider_gets_the_recipes_request_with_a_fresh_key_each_time() {
+    let decider = fake_decider(Some(SAME));
+    let run = loop_with_decider(&decider, &["--max-attempts", "3"]);
+    assert_eq!(run.code, 3, "{}", run.stdout);
+    let requests = decider.requests.lock().unwrap().clone();
+    assert_eq!(
+        requests.len(),
+        2,
+        "asked after attempts 1 and 2, not after the last"
+    );
+    let keys: Vec<String> = requests
+        .iter()
+        .map(|r| {
+            let line = r
+                .lines()
+                .find(|l| l.to_ascii_lowercase().starts_with("idempotency-key:"))
+                .unwrap();
+            line.split_once(':').unwrap().1.trim().to_owned()
+        })
+        .collect();
+    assert_ne!(keys[0], keys[1]);
+    assert!(
+        requests[0]
+            .to_ascii_lowercase()
+            .contains("authorization: bearer test-decider-key")
+    );
+    let body: serde_json::Value =
+        serde_json::from_str(requests[0].split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    assert_eq!(body["state"]["attempt"], 1);
+    assert_eq!(body["state"]["max_attempts"], 3);
+    assert_eq!(body["state"]["tests"], "1 passed, 1 failed");
+    assert!(body["questions"]["next_attempt"]["criteria"]["1"].is_string());
+    assert_eq!(run.json()["rounds"][0]["score"], 4.2);
+}
+
+#[test]
+fn a_decider_that_says_stop_stops_the_loop() {
+    let decider = fake_decider(Some(STOP));
+    let run = loop_with_decider(&decider, &["--max-attempts", "5"]);
+    assert_eq!(run.code, 4, "{}", run.stdout);
+    assert_eq!(run.json()["ending"], "decider_stop");
+}
+
+#[test]
+fn a_decider_that_abstains_stops_and_asks_a_person() {
+    let decider = fake_decider(Some(ABSTAIN));
+    let run = loop_with_decider(&decider, &["--max-attempts", "5"]);
+    assert_eq!(run.code, 6, "{}", run.stdout);
+    assert_eq!(run.json()["ending"], "abstained");
+}
+
+#[test]
+fn a_decider_that_times_out_leaves_the_fixed_cap_in_charge() {
+    let decider = fake_decider(None);
+    let run = loop_with_decider(
+        &decider,
+        &["--max-attempts", "3", "--decider-timeout", "1s"],
+    );
+    assert_eq!(run.code, 3, "the loop went on to its cap: {}", run.stdout);
+    let json = run.json();
+    assert_eq!(json["rounds"].as_array().unwrap().len(), 3);
+    assert!(
+        json["rounds"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("fixed cap"),
+        "{json}"
+    );
+}
