@@ -62,6 +62,30 @@ pub(super) enum Spend {
     Strategy,
 }
 
+impl Plan {
+    /// A step that uses nothing: a stop, an escalation.
+    fn nothing(step: Step) -> Plan {
+        Plan {
+            step,
+            consumed: None,
+            task_attempt: false,
+            grant: None,
+            retries_tool: false,
+        }
+    }
+
+    /// A step that uses one of the task's attempts but no strategy's.
+    fn task_only(step: Step) -> Plan {
+        Plan {
+            step,
+            consumed: None,
+            task_attempt: true,
+            grant: None,
+            retries_tool: false,
+        }
+    }
+}
+
 /// What `plan` decided, for `next` to commit.
 pub(super) struct Plan {
     pub(super) step: Step,
@@ -199,21 +223,15 @@ pub(super) fn plan(
             reason = format!("a request for `{}` is refused: {reason}", request.as_str());
         }
         let hint = HINTS.denied.render(slots(0, 1, 1));
-        return Plan {
-            step: finish(
-                Action::Stop,
-                hint,
-                0,
-                None,
-                Spend::Nothing,
-                reason,
-                views(&health),
-            ),
-            consumed: None,
-            task_attempt: false,
-            grant: None,
-            retries_tool: false,
-        };
+        return Plan::nothing(finish(
+            Action::Stop,
+            hint,
+            0,
+            None,
+            Spend::Nothing,
+            reason,
+            views(&health),
+        ));
     }
 
     if state.task_used >= task_max {
@@ -230,21 +248,15 @@ pub(super) fn plan(
         let hint = format!(
             "Stop retrying: the task has spent its {task_max} attempts. Hand it to a person."
         );
-        return Plan {
-            step: finish(
-                action,
-                hint,
-                0,
-                None,
-                Spend::Nothing,
-                reason,
-                views(&health),
-            ),
-            consumed: None,
-            task_attempt: false,
-            grant: None,
-            retries_tool: false,
-        };
+        return Plan::nothing(finish(
+            action,
+            hint,
+            0,
+            None,
+            Spend::Nothing,
+            reason,
+            views(&health),
+        ));
     }
 
     // An unclassified failure gets one retry only when an operator or a configured rule grants it.
@@ -340,44 +352,32 @@ pub(super) fn plan(
                 write_human_ms(&mut open, wait_ms);
                 return if failure.fallback_allowed {
                     let hint = HINTS.breaker_fallback.render(slots(0, 1, 1));
-                    Plan {
-                        step: finish(
-                            Action::FallbackTool,
-                            hint,
-                            0,
-                            None,
-                            Spend::Task,
-                            {
-                                open.push_str("; a fallback tool is allowed");
-                                open
-                            },
-                            views,
-                        ),
-                        consumed: None,
-                        task_attempt: true,
-                        grant: None,
-                        retries_tool: false,
-                    }
+                    Plan::task_only(finish(
+                        Action::FallbackTool,
+                        hint,
+                        0,
+                        None,
+                        Spend::Task,
+                        {
+                            open.push_str("; a fallback tool is allowed");
+                            open
+                        },
+                        views,
+                    ))
                 } else {
                     let hint = HINTS.breaker_wait.render(slots(wait_ms, 1, 1));
-                    Plan {
-                        step: finish(
-                            Action::Wait,
-                            hint,
-                            wait_ms,
-                            Some(until),
-                            Spend::Task,
-                            {
-                                open.push_str("; no fallback is allowed, so wait");
-                                open
-                            },
-                            views,
-                        ),
-                        consumed: None,
-                        task_attempt: true,
-                        grant: None,
-                        retries_tool: false,
-                    }
+                    Plan::task_only(finish(
+                        Action::Wait,
+                        hint,
+                        wait_ms,
+                        Some(until),
+                        Spend::Task,
+                        {
+                            open.push_str("; no fallback is allowed, so wait");
+                            open
+                        },
+                        views,
+                    ))
                 };
             }
         }
@@ -441,21 +441,15 @@ pub(super) fn plan(
                         HINTS
                             .too_long
                             .render(slots(delay, attempt + 1, strategy.max_attempts));
-                    return Plan {
-                        step: finish(
-                            Action::Escalate,
-                            hint,
-                            0,
-                            None,
-                            Spend::Nothing,
-                            format!("{reason}; {long}"),
-                            views(&health),
-                        ),
-                        consumed: None,
-                        task_attempt: false,
-                        grant: None,
-                        retries_tool: false,
-                    };
+                    return Plan::nothing(finish(
+                        Action::Escalate,
+                        hint,
+                        0,
+                        None,
+                        Spend::Nothing,
+                        format!("{reason}; {long}"),
+                        views(&health),
+                    ));
                 }
             }
         }
@@ -510,21 +504,15 @@ pub(super) fn plan(
         reason = format!("{reason} ({})", notes.join("; "));
     }
     let hint = HINTS.spent.render(slots(0, 1, 1));
-    Plan {
-        step: finish(
-            Action::Escalate,
-            hint,
-            0,
-            None,
-            Spend::Nothing,
-            reason,
-            views(&health),
-        ),
-        consumed: None,
-        task_attempt: false,
-        grant: None,
-        retries_tool: false,
-    }
+    Plan::nothing(finish(
+        Action::Escalate,
+        hint,
+        0,
+        None,
+        Spend::Nothing,
+        reason,
+        views(&health),
+    ))
 }
 
 #[cfg(test)]
