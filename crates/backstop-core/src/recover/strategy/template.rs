@@ -41,7 +41,8 @@ impl Template {
     /// Fills the template, asking `write` to append each placeholder's value; a placeholder it
     /// does not know (`write` returns false) is kept as written.
     pub fn render(&self, mut write: impl FnMut(&str, &mut String) -> bool) -> String {
-        let mut out = String::with_capacity(self.text.len() + 48);
+        // Room for the values too (an error text often runs past 100 bytes): one allocation.
+        let mut out = String::with_capacity(self.text.len() + 160);
         for (slot, range) in &self.parts {
             let piece = &self.text[range.clone()];
             if !*slot {
