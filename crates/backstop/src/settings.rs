@@ -15,6 +15,8 @@ use crate::cli::{ClassifyArgs, HintArgs, OutputChoice, ReplayArgs, ReportArgs};
 
 /// Log filter.
 pub const ENV_LOG: &str = "BACKSTOP_LOG";
+/// The bearer token `loop --decider URL` sends.
+pub const ENV_DECIDER_KEY: &str = "BACKSTOP_DECIDER_KEY";
 
 /// How results are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,16 +1,13 @@
 //! An external decider: the loop's state and two questions sent as a JSON POST, the answers read.
 //!
 //! The request is the verified-retry recipe's: `{"state": {...}, "questions": {...}}`, with a
-//! bearer token from [`ENV_DECIDER_KEY`] and a fresh `Idempotency-Key` for every question. An
+//! bearer token from `BACKSTOP_DECIDER_KEY` (see `settings`) and a fresh `Idempotency-Key` for every question. An
 //! error or a timeout leaves the loop's fixed cap in charge; an abstention stops the loop.
 
 use std::time::Duration;
 
 use backstop_core::verify::decider::Choice;
 use serde_json::{Value, json};
-
-/// The environment variable holding the decider's bearer token.
-pub const ENV_DECIDER_KEY: &str = "BACKSTOP_DECIDER_KEY";
 
 /// What the decider answered.
 #[derive(Debug, Clone, PartialEq)]

@@ -18,9 +18,10 @@ use jiff::Timestamp;
 use serde::Serialize;
 use serde_json::json;
 
-use super::external_decider::{Answer, ENV_DECIDER_KEY, ExternalDecider};
+use super::external_decider::{Answer, ExternalDecider};
 use crate::cli::LoopArgs;
 use crate::output;
+use crate::settings::ENV_DECIDER_KEY;
 
 /// The tests passed.
 pub const EXIT_PASSED: u8 = 0;
