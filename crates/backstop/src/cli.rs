@@ -56,6 +56,9 @@ pub enum Command {
     /// Simulate many clients retrying against one resource, to compare backoff kinds.
     #[command(subcommand)]
     Simulate(SimulateCommand),
+    /// Work with pack files: the policy for one job.
+    #[command(subcommand)]
+    Pack(PackCommand),
 }
 
 const CLASSIFY_HELP: &str = "\
@@ -408,6 +411,16 @@ pub enum RulesCommand {
     Check(RulesCheckArgs),
     /// Print the built-in rules (rules/default.toml).
     Show,
+}
+
+/// `backstop pack ...`.
+#[derive(Debug, Subcommand)]
+pub enum PackCommand {
+    /// Check pack files: every issue listed with its path.
+    #[command(
+        after_help = "Exit codes:\n  0  no issues\n  1  issues found (listed)\n  2  a file could not be read"
+    )]
+    Check(RulesCheckArgs),
 }
 
 /// `backstop rules check`.

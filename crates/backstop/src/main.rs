@@ -79,6 +79,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         },
         Command::Rules(RulesCommand::Check(args)) => commands::rules::check(&args, &mut out)?,
         Command::Rules(RulesCommand::Show) => commands::rules::show(&mut out)?,
+        Command::Pack(cli::PackCommand::Check(args)) => commands::pack::check(&args, &mut out)?,
         Command::Simulate(cli::SimulateCommand::Backoff(args)) => {
             commands::simulate::backoff(&args, &mut out, &mut err)?
         }

@@ -5,6 +5,7 @@ pub mod check;
 pub mod classify;
 pub mod external_decider;
 pub mod hint;
+pub mod pack;
 pub mod replay;
 pub mod rules;
 pub mod run_loop;

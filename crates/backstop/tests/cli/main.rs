@@ -7,6 +7,7 @@
 //! - `user_rules`: `classify --rules FILE` in front of the built-in rules, and bad rule files
 //! - `errors`: bad flags and bad stdin are refused with every issue and its flag at once
 //! - `rules_cmd`: `rules check` (ok, shadowed, unreadable, JSON shape) and `rules show`
+//! - `pack_cmd`: `pack check`: the shipped packs are ok, a bad pack lists its issues, a missing file
 //! - `simulate`: `simulate backoff`: full jitter against plain exponential, the table, bad flags
 //! - `help`: the `--help` texts, wrapped at 100 columns
 //! - `hint`: `hint` steps from flags or stdin, `--jsonl` traces with counters carried, bad
@@ -24,6 +25,7 @@ mod help;
 mod hint;
 mod jsonl;
 mod loop_cmd;
+mod pack_cmd;
 mod replay;
 mod rules_cmd;
 mod simulate;

@@ -1,0 +1,182 @@
+//! What one part of a pack says about another: every name a pack uses must exist, and be of
+//! the right kind. Names left empty were already reported where they were read.
+
+use std::collections::HashMap;
+
+use super::{Condition, Judge, LOW_CONFIDENCE_LANE, OutcomeKind, POLICY_GAP_LANE, Pack};
+use crate::issue::Issue;
+
+/// Where each parsed entry was in its array, so issues name the entry the file has there.
+#[derive(Debug, Default)]
+pub(super) struct Spots {
+    pub identity_known: bool,
+    pub questions: Vec<usize>,
+    pub rules: Vec<usize>,
+    /// The index, and whether the outcome's kind was read.
+    pub outcomes: Vec<(usize, bool)>,
+    pub escalations: Vec<usize>,
+}
+
+/// Adds every issue of names that do not resolve.
+pub(super) fn validate(pack: &Pack, spots: &Spots, issues: &mut Vec<Issue>) {
+    let keys: Vec<&str> = pack.questions.iter().map(|q| q.key.as_str()).collect();
+    duplicates("questions", "key", &keys, &spots.questions, issues);
+    let ids: Vec<&str> = pack.outcomes.iter().map(|o| o.id.as_str()).collect();
+    let id_spots: Vec<usize> = spots.outcomes.iter().map(|(i, _)| *i).collect();
+    duplicates("outcomes", "id", &ids, &id_spots, issues);
+    for (outcome, i) in pack.outcomes.iter().zip(&id_spots) {
+        if outcome.id == POLICY_GAP_LANE {
+            issues.push(Issue::new(
+                format!("outcomes[{i}].id"),
+                "reserved_id",
+                format!("`{POLICY_GAP_LANE}` is the built-in lane when no rule fires"),
+            ));
+        }
+    }
+    let escalations: Vec<&str> = pack.escalations.iter().map(|e| e.id.as_str()).collect();
+    duplicates(
+        "escalations",
+        "id",
+        &escalations,
+        &spots.escalations,
+        issues,
+    );
+
+    let escalation = |path: String, id: &str, issues: &mut Vec<Issue>| {
+        if !id.is_empty() && pack.escalation(id).is_none() {
+            issues.push(unknown(
+                "unknown_escalation",
+                path,
+                "escalation",
+                id,
+                &escalations,
+            ));
+        }
+    };
+    escalation("attempts.escalate".into(), &pack.attempts.escalate, issues);
+    escalation(
+        "unresolved.escalate".into(),
+        &pack.unresolved.escalate,
+        issues,
+    );
+    for (outcome, i) in pack.outcomes.iter().zip(&id_spots) {
+        if let Some(id) = &outcome.escalate {
+            escalation(format!("outcomes[{i}].escalate"), id, issues);
+        }
+    }
+
+    if let Some(confidence) = &pack.confidence
+        && !confidence.lane.is_empty()
+    {
+        let found = pack
+            .outcomes
+            .iter()
+            .zip(&spots.outcomes)
+            .find(|(o, _)| o.id == confidence.lane);
+        match found {
+            None if confidence.lane == LOW_CONFIDENCE_LANE => {}
+            None => issues.push(unknown(
+                "unknown_outcome",
+                "confidence.lane".into(),
+                "outcome",
+                &confidence.lane,
+                &ids,
+            )),
+            Some((outcome, (_, true))) if outcome.kind != OutcomeKind::Lane => {
+                issues.push(Issue::new(
+                    "confidence.lane",
+                    "not_a_lane",
+                    format!(
+                        "`{}` is a decision; the dampener holds a result back in a lane",
+                        confidence.lane
+                    ),
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+
+    if spots.identity_known
+        && let Some(key) = &pack.identity.question
+    {
+        match pack.question(key) {
+            None => issues.push(unknown(
+                "unknown_question",
+                "identity.question".into(),
+                "question",
+                key,
+                &keys,
+            )),
+            Some(q) if q.judge != Judge::Quotes => issues.push(Issue::new(
+                "identity.question",
+                "not_quotes",
+                format!("`{key}` is judged by value; the case is named by excerpt text"),
+            )),
+            Some(_) => {}
+        }
+    }
+
+    for (rule, i) in pack.rules.iter().zip(&spots.rules) {
+        let path = format!("rules[{i}]");
+        for (key, condition) in &rule.when {
+            let cpath = format!("{path}.when.{key}");
+            let Some(question) = pack.question(key) else {
+                issues.push(unknown("unknown_question", cpath, "question", key, &keys));
+                continue;
+            };
+            let answers: Vec<&str> = question.answers.iter().map(|a| a.value.as_str()).collect();
+            for (j, value) in condition.named().iter().enumerate() {
+                if answers.contains(&value.as_str()) {
+                    continue;
+                }
+                let at = match condition {
+                    Condition::Value(_) => cpath.clone(),
+                    Condition::Values(_) => format!("{cpath}[{j}]"),
+                    Condition::Not(_) => format!("{cpath}.not[{j}]"),
+                };
+                let what = format!("answer of `{key}`");
+                issues.push(unknown("unknown_answer", at, &what, value, &answers));
+            }
+        }
+        if !rule.outcome.is_empty() && pack.outcome(&rule.outcome).is_none() {
+            issues.push(unknown(
+                "unknown_outcome",
+                format!("{path}.outcome"),
+                "outcome",
+                &rule.outcome,
+                &ids,
+            ));
+        }
+    }
+}
+
+/// Reports each name used before, at the later entry.
+fn duplicates(array: &str, key: &str, names: &[&str], spots: &[usize], issues: &mut Vec<Issue>) {
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for (name, i) in names.iter().zip(spots) {
+        if name.is_empty() {
+            continue;
+        }
+        if let Some(first) = seen.insert(name, *i) {
+            issues.push(Issue::new(
+                format!("{array}[{i}].{key}"),
+                "duplicate",
+                format!("`{name}` is already the {key} of {array}[{first}]"),
+            ));
+        }
+    }
+}
+
+fn unknown(code: &str, path: String, what: &str, name: &str, known: &[&str]) -> Issue {
+    let known: Vec<&str> = known.iter().copied().filter(|k| !k.is_empty()).collect();
+    let expected = if known.is_empty() {
+        "none is defined".to_owned()
+    } else {
+        format!("expected one of: {}", known.join(", "))
+    };
+    Issue::new(
+        path,
+        code,
+        format!("no {what} is named `{name}`; {expected}"),
+    )
+}

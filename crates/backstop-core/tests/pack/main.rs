@@ -1,0 +1,5 @@
+//! Integration tests of packs.
+//!
+//! - `shipped`: every pack in `packs/` parses with no issues, and says what its header claims
+
+mod shipped;
