@@ -9,6 +9,7 @@
 //! | [`report`] | what an agent observed about one failed call, parsed and validated |
 //! | [`classify`] | rules, retry hints and the classification of a report |
 //! | [`pack`] | packs: the policy for one job (questions, answers, rules, outcomes), parsed |
+//! | [`judge`] | evidence judged per question, then the pack's rules: decided, held or undecided |
 //! | [`recover`] | strategies, backoff, breakers, budgets: the next step after a failure |
 //! | [`verify`] | verified retry: test output read, failure signatures, secrets redacted |
 //! | [`issue`] | one problem in an input, with its path; validators return all of them |
@@ -19,6 +20,7 @@ pub mod class;
 pub mod classify;
 pub mod codes;
 pub mod issue;
+pub mod judge;
 pub mod pack;
 pub mod recover;
 pub mod report;
