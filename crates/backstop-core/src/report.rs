@@ -286,12 +286,20 @@ impl Report {
 
     /// Whether the report says anything about the failure beyond where it happened.
     pub fn has_observation(&self) -> bool {
-        let located_only = Report {
-            tool: None,
-            operation: None,
-            ..self.clone()
-        };
-        !located_only.is_empty()
+        self.http_status.is_some()
+            || !self.headers.is_empty()
+            || self.grpc_code.is_some()
+            || self.exit_code.is_some()
+            || self.signal.is_some()
+            || self.errno.is_some()
+            || self.sqlstate.is_some()
+            || self.exception.is_some()
+            || self.error_code.is_some()
+            || self.message.is_some()
+            || self.output.is_some()
+            || self.schema.is_some()
+            || self.side_effects.is_some()
+            || self.elapsed_ms.is_some()
     }
 
     /// Whether no field is set.

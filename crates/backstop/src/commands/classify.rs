@@ -110,11 +110,14 @@ fn stream(
                 break;
             }
             let share = batch.len().div_ceil(workers);
+            let mut pending = batch.into_iter();
             let mut parts = 0;
-            for (part, (to_worker, _)) in batch.chunks(share).zip(&lanes) {
-                to_worker
-                    .send(part.to_vec())
-                    .expect("a classify worker stopped");
+            for (to_worker, _) in &lanes {
+                let part: Lines = pending.by_ref().take(share).collect();
+                if part.is_empty() {
+                    break;
+                }
+                to_worker.send(part).expect("a classify worker stopped");
                 parts += 1;
             }
             for (_, from_worker) in lanes.iter().take(parts) {

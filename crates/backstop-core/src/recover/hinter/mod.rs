@@ -111,6 +111,16 @@ pub(super) struct ToolHealth {
     pub(super) budget: RetryBudget,
 }
 
+impl ToolHealth {
+    /// A closed breaker and a full budget, as the table sets them.
+    fn fresh(table: &StrategyTable) -> ToolHealth {
+        ToolHealth {
+            breaker: Breaker::new(table.breaker),
+            budget: RetryBudget::new(table.budget),
+        }
+    }
+}
+
 /// Settings of a hinter beyond its table.
 #[derive(Debug, Clone, Copy)]
 pub struct HinterOptions {
@@ -163,10 +173,8 @@ impl Hinter {
         let state = self.tasks.get_or_insert_mut_ref(task, TaskState::default);
         let table = &self.table;
         let mut health = ctx.tool.as_deref().map(|tool| {
-            self.tools.get_or_insert_mut_ref(tool, || ToolHealth {
-                breaker: Breaker::new(table.breaker),
-                budget: RetryBudget::new(table.budget),
-            })
+            self.tools
+                .get_or_insert_mut_ref(tool, || ToolHealth::fresh(table))
         });
         if let Some(h) = health.as_deref_mut()
             && counts_against_tool(failure.class)
@@ -222,7 +230,7 @@ impl Hinter {
             self.tools
                 .peek(tool)
                 .cloned()
-                .unwrap_or_else(|| self.fresh_health())
+                .unwrap_or_else(|| ToolHealth::fresh(&self.table))
         });
         if let Some(h) = health.as_mut()
             && counts_against_tool(failure.class)
@@ -280,16 +288,9 @@ impl Hinter {
             .map(|h| (h.breaker.view(now), h.budget.view(now)))
     }
 
-    fn fresh_health(&self) -> ToolHealth {
-        ToolHealth {
-            breaker: Breaker::new(self.table.breaker),
-            budget: RetryBudget::new(self.table.budget),
-        }
-    }
-
     fn health(&mut self, tool: &str) -> &mut ToolHealth {
         if !self.tools.contains(tool) {
-            let fresh = self.fresh_health();
+            let fresh = ToolHealth::fresh(&self.table);
             self.tools.put(tool.to_owned(), fresh);
         }
         self.tools.get_mut(tool).expect("inserted above")

@@ -12,7 +12,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use self::load::{build, merge, parse_raw, prefixed};
-pub use self::template::{Template, fill, fill_with, human_ms, write_human_ms};
+pub use self::template::{Template, human_ms, write_human_ms};
 use super::breaker::BreakerConfig;
 use super::budget::BudgetConfig;
 use crate::class::Class;

@@ -57,40 +57,6 @@ impl Template {
     }
 }
 
-/// Fills a template's placeholders from `(name, value)` pairs.
-pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
-    fill_with(template, |name, out| {
-        match values.iter().find(|(n, _)| *n == name) {
-            Some((_, value)) => {
-                out.push_str(value);
-                true
-            }
-            None => false,
-        }
-    })
-}
-
-/// Fills a template, asking `write` to append each placeholder's value; a placeholder it
-/// does not know (`write` returns false) is kept as written.
-pub fn fill_with(template: &str, mut write: impl FnMut(&str, &mut String) -> bool) -> String {
-    let mut out = String::with_capacity(template.len() + 48);
-    let mut rest = template;
-    while let Some(open) = rest.find('{') {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 1..];
-        let Some(close) = after.find('}') else {
-            out.push_str(&rest[open..]);
-            return out;
-        };
-        if !write(&after[..close], &mut out) {
-            out.push_str(&rest[open..=open + close + 1]);
-        }
-        rest = &after[close + 1..];
-    }
-    out.push_str(rest);
-    out
-}
-
 /// A delay for people: `250ms`, `1.5s`, `2m05s`.
 pub fn human_ms(ms: u64) -> String {
     let mut out = String::with_capacity(8);
@@ -122,6 +88,41 @@ pub fn write_human_ms(out: &mut String, ms: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // A plain scanning fill, the reference a parsed template must agree with.
+    /// Fills a template's placeholders from `(name, value)` pairs.
+    fn fill(template: &str, values: &[(&str, &str)]) -> String {
+        fill_with(template, |name, out| {
+            match values.iter().find(|(n, _)| *n == name) {
+                Some((_, value)) => {
+                    out.push_str(value);
+                    true
+                }
+                None => false,
+            }
+        })
+    }
+
+    /// Fills a template, asking `write` to append each placeholder's value; a placeholder it
+    /// does not know (`write` returns false) is kept as written.
+    fn fill_with(template: &str, mut write: impl FnMut(&str, &mut String) -> bool) -> String {
+        let mut out = String::with_capacity(template.len() + 48);
+        let mut rest = template;
+        while let Some(open) = rest.find('{') {
+            out.push_str(&rest[..open]);
+            let after = &rest[open + 1..];
+            let Some(close) = after.find('}') else {
+                out.push_str(&rest[open..]);
+                return out;
+            };
+            if !write(&after[..close], &mut out) {
+                out.push_str(&rest[open..=open + close + 1]);
+            }
+            rest = &after[close + 1..];
+        }
+        out.push_str(rest);
+        out
+    }
 
     #[test]
     fn templates_fill_and_keep_unknown_text() {
