@@ -9,6 +9,7 @@
 //! | [`report`] | what an agent observed about one failed call, parsed and validated |
 //! | [`classify`] | rules, retry hints and the classification of a report |
 //! | [`pack`] | packs: the policy for one job (questions, answers, rules, outcomes), parsed |
+//! | [`case`] | attempts on a case: requests read, limits, progress, escalations, results |
 //! | [`judge`] | evidence judged per question, then the pack's rules: decided, held or undecided |
 //! | [`recover`] | strategies, backoff, breakers, budgets: the next step after a failure |
 //! | [`verify`] | verified retry: test output read, failure signatures, secrets redacted |
@@ -16,6 +17,7 @@
 //! | [`codes`] | gRPC status code and signal name tables |
 #![deny(missing_docs)]
 
+pub mod case;
 pub mod class;
 pub mod classify;
 pub mod codes;

@@ -1,10 +1,205 @@
 //! Where backstop keeps what the core decided.
 //!
-//! This crate will hold the `Store` trait, its embedded `SQLite` backend (the default) and its
-//! `PostgreSQL` backend, their migrations and the retention purge. Classification, the only
-//! capability so far, keeps no state, so nothing is stored yet; the crate exists so the
-//! dependency direction `backstop -> backstop-server -> backstop-store -> backstop-core` is
-//! fixed from the start.
+//! The [`Store`] trait is the whole contract: run one attempt on a case in one transaction,
+//! show a case, list and resolve review items, and purge old records. [`SqliteStore`] is the
+//! embedded default; a `PostgreSQL` backend implements the same trait and must pass the same
+//! conformance suite (`tests/conformance/`).
+//!
+//! What is stored is what the core hands over: attempt records (question keys, source ids,
+//! locators and text hashes), results kept for a resend, cases and review items. Excerpt text
+//! never reaches a store.
 #![deny(missing_docs)]
 
+use std::sync::Arc;
+
+use backstop_core::case::{AttemptRecord, DecisionResult, Refusal, Request};
+use backstop_core::pack::Pack;
+use jiff::{SignedDuration, Timestamp};
+use serde::Serialize;
+
+mod sqlite;
+
 pub use backstop_core as core;
+pub use sqlite::SqliteStore;
+
+/// How long records are kept by default: attempt records older than this are purged.
+pub const DEFAULT_RETENTION: SignedDuration = SignedDuration::from_hours(30 * 24);
+
+/// A durable ledger of cases, attempts and review items.
+///
+/// Every method is one transaction. Implementations must be safe to share between threads:
+/// two attempts on one case never both see the same count.
+pub trait Store: Send + Sync {
+    /// Runs one attempt: loads the case's state, lets the core decide, and stores the change,
+    /// all in one transaction. A replay or refusal changes nothing.
+    fn decide(
+        &self,
+        pack: Arc<Pack>,
+        caller: &str,
+        request: Request,
+        now: Timestamp,
+    ) -> Result<Reply, StoreError>;
+
+    /// One case of a caller on a job, with every attempt record kept.
+    fn case(
+        &self,
+        caller: &str,
+        job: &str,
+        case_id: &str,
+    ) -> Result<Option<CaseRecord>, StoreError>;
+
+    /// Review items, newest first.
+    fn reviews(&self, filter: &ReviewFilter) -> Result<Vec<ReviewItem>, StoreError>;
+
+    /// Resolves an open review item with an operator's decision; this ends the case's cycle,
+    /// so its next attempt starts a new count.
+    fn resolve_review(
+        &self,
+        id: i64,
+        resolution: &Resolution,
+        now: Timestamp,
+    ) -> Result<ReviewItem, StoreError>;
+
+    /// Deletes attempt records, stored results and resolved review items older than
+    /// `before`, and cases with nothing left.
+    fn purge(&self, before: Timestamp) -> Result<Purged, StoreError>;
+}
+
+/// What an attempt came to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// Counted and stored.
+    Counted(Box<DecisionResult>),
+    /// A resend: the stored result, as JSON, unchanged.
+    Replayed(String),
+    /// Refused before anything ran; nothing was stored.
+    Refused(Refusal),
+}
+
+/// A case and what is kept of it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CaseRecord {
+    /// The caller who owns it.
+    pub caller: String,
+    /// The job.
+    pub job: String,
+    /// The normalized case id.
+    pub id: String,
+    /// Whether backstop issued the id.
+    pub issued: bool,
+    /// When it was opened.
+    pub opened_at: Timestamp,
+    /// The current cycle: it grows with each decision or resolved review.
+    pub cycle: u32,
+    /// Every kept attempt, oldest first, with its cycle.
+    pub attempts: Vec<CycleAttempt>,
+    /// Its review items, newest first.
+    pub reviews: Vec<ReviewItem>,
+}
+
+/// An attempt record with the cycle it counted in.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CycleAttempt {
+    /// The cycle.
+    pub cycle: u32,
+    /// The record.
+    #[serde(flatten)]
+    pub record: AttemptRecord,
+}
+
+/// Which review items to list.
+#[derive(Debug, Clone, Default)]
+pub struct ReviewFilter {
+    /// Only these: open, resolved, or both (`None`).
+    pub open: Option<bool>,
+    /// Only this job's.
+    pub job: Option<String>,
+    /// Only this caller's.
+    pub caller: Option<String>,
+    /// At most this many (default 100).
+    pub limit: Option<u32>,
+}
+
+/// A review item: a held case waiting for a person.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReviewItem {
+    /// Its id.
+    pub id: i64,
+    /// The caller whose case it is.
+    pub caller: String,
+    /// The job.
+    pub job: String,
+    /// The case id.
+    pub case_id: String,
+    /// The lane the case is held in.
+    pub lane: String,
+    /// The escalation it carries.
+    pub escalation: String,
+    /// Why the case was held.
+    pub reason: String,
+    /// When it opened.
+    pub opened_at: Timestamp,
+    /// Whether the lane lets the agent gather more and ask once more, and whether it did.
+    pub retry_allowed: bool,
+    /// Whether that one retry was used.
+    pub retry_used: bool,
+    /// The resolution, once resolved.
+    pub resolution: Option<ResolvedBy>,
+}
+
+/// How a review item was resolved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ResolvedBy {
+    /// When.
+    pub at: Timestamp,
+    /// Who: an operator, or `backstop` when the lane's retry decided the case.
+    pub by: String,
+    /// The decision.
+    pub decision: String,
+    /// A note for the record.
+    pub note: Option<String>,
+}
+
+/// An operator's resolution of a review item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolution {
+    /// The operator.
+    pub by: String,
+    /// Their decision (an outcome id, or words).
+    pub decision: String,
+    /// A note for the record.
+    pub note: Option<String>,
+}
+
+/// What a purge deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct Purged {
+    /// Attempt records.
+    pub attempts: u64,
+    /// Stored results (execution ids).
+    pub executions: u64,
+    /// Resolved review items.
+    pub reviews: u64,
+    /// Cases with nothing left.
+    pub cases: u64,
+}
+
+/// Why a store call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database failed.
+    #[error("the store failed: {0}")]
+    Database(String),
+    /// The store's writer has stopped.
+    #[error("the store is closed")]
+    Closed,
+    /// No such record.
+    #[error("{0}")]
+    NotFound(String),
+    /// The record is not in a state that allows this.
+    #[error("{0}")]
+    Conflict(String),
+    /// A stored value could not be read back.
+    #[error("the store holds a record it cannot read: {0}")]
+    Corrupt(String),
+}

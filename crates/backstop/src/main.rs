@@ -80,6 +80,20 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Rules(RulesCommand::Check(args)) => commands::rules::check(&args, &mut out)?,
         Command::Rules(RulesCommand::Show) => commands::rules::show(&mut out)?,
         Command::Pack(cli::PackCommand::Check(args)) => commands::pack::check(&args, &mut out)?,
+        Command::Decide(args) => {
+            let mut input = io::stdin().lock();
+            commands::cases::decide(&args, &mut input, &mut out, &mut err)?
+        }
+        Command::Cases(cli::CasesCommand::Show(args)) => {
+            commands::cases::show(&args, &mut out, &mut err)?
+        }
+        Command::Review(cli::ReviewCommand::List(args)) => {
+            commands::review::list(&args, &mut out, &mut err)?
+        }
+        Command::Review(cli::ReviewCommand::Resolve(args)) => {
+            commands::review::resolve(&args, &mut out, &mut err)?
+        }
+        Command::Purge(args) => commands::review::purge(&args, &mut out, &mut err)?,
         Command::Simulate(cli::SimulateCommand::Backoff(args)) => {
             commands::simulate::backoff(&args, &mut out, &mut err)?
         }

@@ -17,6 +17,8 @@ use crate::cli::{ClassifyArgs, HintArgs, OutputChoice, ReplayArgs, ReportArgs};
 pub const ENV_LOG: &str = "BACKSTOP_LOG";
 /// The bearer token `loop --decider URL` sends.
 pub const ENV_DECIDER_KEY: &str = "BACKSTOP_DECIDER_KEY";
+/// The environment variable that names the ledger's database file (`--db`).
+pub const ENV_DB: &str = "BACKSTOP_DB";
 
 /// How results are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -207,7 +209,7 @@ pub fn check_task(task: &str, path: &str, issues: &mut Vec<Issue>) {
 }
 
 /// `--now`, or the clock.
-fn resolve_now(text: Option<&str>, issues: &mut Vec<Issue>) -> Timestamp {
+pub fn resolve_now(text: Option<&str>, issues: &mut Vec<Issue>) -> Timestamp {
     match text {
         None => Timestamp::now(),
         Some(text) => text.parse().unwrap_or_else(|e| {

@@ -41,7 +41,7 @@ pub struct QuestionEvidence {
 }
 
 /// Why an excerpt was not used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Why {
     /// It contains one of the pack's hedge phrases.
@@ -55,7 +55,7 @@ pub enum Why {
 }
 
 /// One excerpt that was not used, by its position in the question's excerpt list.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NotUsed {
     /// Its index in the question's excerpt list.
     pub position: usize,

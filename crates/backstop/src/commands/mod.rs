@@ -1,12 +1,14 @@
 //! One module per command; each writes to the writers it is given and returns an exit code.
 
 pub mod calibrate;
+pub mod cases;
 pub mod check;
 pub mod classify;
 pub mod external_decider;
 pub mod hint;
 pub mod pack;
 pub mod replay;
+pub mod review;
 pub mod rules;
 pub mod run_loop;
 pub mod simulate;
@@ -18,3 +20,5 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_ISSUES: u8 = 1;
 /// Exit code: bad input (flags, report, rules file).
 pub const EXIT_BAD_INPUT: u8 = 2;
+/// Exit code: a case request was refused (`decide`, `cases show`, `review resolve`).
+pub const EXIT_REFUSED: u8 = 3;

@@ -1,0 +1,466 @@
+//! One attempt on a case, decided purely from the pack, the stored state and the request.
+//!
+//! The order is the contract of seed 000: a resend returns the stored result; a case that is
+//! unknown, over the issued-case limit, in review or past its attempt limit is refused before
+//! anything runs; otherwise the evidence is judged, the attempt is counted, and the result
+//! says what comes next — with the escalation the pack names for it.
+
+use std::collections::BTreeSet;
+
+use jiff::Timestamp;
+
+use super::identity::text_hash;
+use super::request::{CaseLookup, Request};
+use super::result::{
+    AnswerView, AttemptsView, CaseView, DecisionResult, EscalationView, Next, Refusal,
+    ResultStatus, RetryGuidance, Trigger,
+};
+use super::{
+    AttemptRecord, Attempted, CaseState, Change, Citation, ISSUED_CASES_PER_DAY, NewCase,
+    NewReview, StoredExecution,
+};
+use crate::judge::{Judgement, Status, decide};
+use crate::pack::{LOW_CONFIDENCE_LANE, POLICY_GAP_LANE, Pack};
+
+/// Decides one attempt: a replay, a refusal, or a counted result with its change.
+///
+/// `state` must be what the store holds for `request`'s case at `now`, loaded in the same
+/// transaction the change is applied in.
+pub fn attempt(pack: &Pack, state: &CaseState, request: &Request, now: Timestamp) -> Attempted {
+    if let Some(stored) = &state.execution {
+        if stored.fingerprint == request.fingerprint {
+            return Attempted::Replay(stored.result.clone());
+        }
+        return Attempted::Refused(Refusal::new(
+            "execution_id_conflict",
+            format!(
+                "execution_id `{}` was already used with a different request; a resend must be \
+                 byte-for-byte the same request, and a new attempt needs a new execution_id",
+                request.execution_id
+            ),
+        ));
+    }
+    let (case, open_case) = match resolve_case(state, request) {
+        Ok(found) => found,
+        Err(refusal) => return Attempted::Refused(*refusal),
+    };
+    let counted: Vec<&AttemptRecord> = state
+        .attempts
+        .iter()
+        .filter(|a| a.at + pack.attempts.window > now)
+        .collect();
+    let lane_retry = match &state.review {
+        None => false,
+        Some(review) if review.retry_allowed && !review.retry_used => true,
+        Some(review) => {
+            return Attempted::Refused(
+                Refusal::new(
+                    "case_in_review",
+                    format!(
+                        "case `{}` is held in lane `{}` for review (item {}); no attempt is \
+                         taken until an operator resolves it: escalate with the escalation shown",
+                        case.id, review.lane, review.id
+                    ),
+                )
+                .with_escalation(escalation(
+                    pack,
+                    &review.escalation,
+                    Trigger::Held,
+                )),
+            );
+        }
+    };
+    let max = pack.attempts.max;
+    let spent = counted
+        .last()
+        .is_some_and(|a| a.next == Some(Next::Escalate));
+    if spent || counted.len() > max as usize {
+        return Attempted::Refused(
+            Refusal::new(
+                "attempt_limit_reached",
+                format!(
+                    "case `{}` has no attempts left ({} used in this cycle): stop and escalate \
+                     with the escalation shown",
+                    case.id,
+                    counted.len()
+                ),
+            )
+            .with_escalation(limit_escalation(pack)),
+        );
+    }
+    let number = u32::try_from(counted.len()).unwrap_or(u32::MAX) + 1;
+    let judgement = decide(
+        pack,
+        &request.questions,
+        request.confidence,
+        request.source_status.as_deref(),
+    );
+    let missing: Vec<String> = pack
+        .related
+        .iter()
+        .filter(|r| r.required && !request.related.contains_key(&r.kind))
+        .map(|r| r.kind.clone())
+        .collect();
+    let gap = !missing.is_empty();
+    let (closed, cited) = if gap {
+        (Vec::new(), Vec::new())
+    } else {
+        (
+            judgement.answers.keys().cloned().collect(),
+            citations(request),
+        )
+    };
+    let progress = made_progress(&counted, &closed, &cited);
+    let shape = Shape {
+        pack,
+        number,
+        progress,
+        lane_retry,
+    };
+    let mut result = if gap {
+        shape.gap(&judgement, missing)
+    } else {
+        match judgement.status {
+            Status::Decided => shape.decided(&judgement),
+            Status::Held => shape.held(&judgement),
+            Status::Undecided => shape.undecided(&judgement),
+        }
+    };
+    result.case = case;
+    let review_id = state.review.as_ref().map(|r| r.id);
+    let change = Change {
+        case_id: result.case.id.clone(),
+        open_case,
+        attempt: AttemptRecord {
+            number,
+            at: now,
+            execution_id: request.execution_id.clone(),
+            status: result.status,
+            outcome: result.outcome.clone(),
+            next: result.attempts.next,
+            progress,
+            closed,
+            cited,
+            lane_retry,
+        },
+        execution: StoredExecution {
+            fingerprint: request.fingerprint.clone(),
+            result: serde_json::to_string(&result).unwrap_or_default(),
+        },
+        end_cycle: result.status == ResultStatus::Decided,
+        open_review: (result.status == ResultStatus::Held && state.review.is_none()).then(|| {
+            let lane = result.outcome.clone().unwrap_or_default();
+            NewReview {
+                retry_allowed: pack.outcome(&lane).is_some_and(|o| o.allow_retry > 0),
+                escalation: result
+                    .escalation
+                    .as_ref()
+                    .map(|e| e.id.clone())
+                    .unwrap_or_default(),
+                lane,
+                reason: result.reason.clone(),
+            }
+        }),
+        use_review_retry: review_id.filter(|_| lane_retry),
+        close_review: review_id.filter(|_| result.status == ResultStatus::Decided),
+    };
+    Attempted::Counted {
+        result: Box::new(result),
+        change: Box::new(change),
+    }
+}
+
+/// The case the request counts against, and the case to create first if it is new.
+fn resolve_case(
+    state: &CaseState,
+    request: &Request,
+) -> Result<(CaseView, Option<NewCase>), Box<Refusal>> {
+    match &request.case {
+        CaseLookup::Named { id, issued, fields } => {
+            let exists = state.case_id.is_some();
+            if *issued && !exists {
+                return Err(Box::new(Refusal::new(
+                    "unknown_case",
+                    format!(
+                        "no case `{id}` was issued to this caller on this job: leave `case` out \
+                         of a first request, then send the `case.id` its result returns"
+                    ),
+                )));
+            }
+            let view = CaseView {
+                id: id.clone(),
+                fields: fields.clone(),
+            };
+            let open = (!exists).then_some(NewCase {
+                issued: false,
+                opening_hash: None,
+            });
+            Ok((view, open))
+        }
+        CaseLookup::Open {
+            opening_hash,
+            candidate,
+        } => {
+            if let Some(reused) = &state.case_id {
+                let view = CaseView {
+                    id: reused.clone(),
+                    fields: None,
+                };
+                return Ok((view, None));
+            }
+            if state.issued_last_day >= ISSUED_CASES_PER_DAY {
+                return Err(Box::new(Refusal::new(
+                    "issued_case_limit",
+                    format!(
+                        "this caller opened {} cases on this job in the last 24 hours, the most \
+                         allowed ({ISSUED_CASES_PER_DAY}); retry an existing case with its \
+                         `case.id`, or wait",
+                        state.issued_last_day
+                    ),
+                )));
+            }
+            let view = CaseView {
+                id: candidate.clone(),
+                fields: None,
+            };
+            let open = NewCase {
+                issued: true,
+                opening_hash: Some(opening_hash.clone()),
+            };
+            Ok((view, Some(open)))
+        }
+    }
+}
+
+/// Every excerpt's source, locator and text hash, sorted and without repeats.
+fn citations(request: &Request) -> Vec<Citation> {
+    let cited: BTreeSet<Citation> = request
+        .excerpts()
+        .map(|(under, e)| Citation {
+            under: under.to_owned(),
+            source: e.source.clone(),
+            locator: e.locator.clone(),
+            hash: text_hash(&e.text),
+        })
+        .collect();
+    cited.into_iter().collect()
+}
+
+/// Whether the attempt closed a question or cited a source and locator that no counted
+/// earlier attempt did. For a first attempt: whether it closed or cited anything.
+fn made_progress(earlier: &[&AttemptRecord], closed: &[String], cited: &[Citation]) -> bool {
+    let closed_before: BTreeSet<&str> = earlier
+        .iter()
+        .flat_map(|a| a.closed.iter().map(String::as_str))
+        .collect();
+    let cited_before: BTreeSet<(&str, &str)> = earlier
+        .iter()
+        .flat_map(|a| {
+            a.cited
+                .iter()
+                .map(|c| (c.source.as_str(), c.locator.as_str()))
+        })
+        .collect();
+    closed.iter().any(|k| !closed_before.contains(k.as_str()))
+        || cited
+            .iter()
+            .any(|c| !cited_before.contains(&(c.source.as_str(), c.locator.as_str())))
+}
+
+/// The escalation the pack names for the attempt limit.
+fn limit_escalation(pack: &Pack) -> Option<EscalationView> {
+    escalation(pack, &pack.attempts.escalate, Trigger::AttemptLimit)
+        .or_else(|| escalation(pack, &pack.unresolved.escalate, Trigger::AttemptLimit))
+}
+
+/// The pack's escalation `id`, shown with `trigger`.
+fn escalation(pack: &Pack, id: &str, trigger: Trigger) -> Option<EscalationView> {
+    pack.escalation(id).map(|e| EscalationView {
+        id: e.id.clone(),
+        why: e.why.clone(),
+        to: e.to.clone(),
+        next_step: e.next_step.clone(),
+        trigger,
+    })
+}
+
+/// What shapes a result beyond the judgement.
+struct Shape<'a> {
+    pack: &'a Pack,
+    number: u32,
+    progress: bool,
+    lane_retry: bool,
+}
+
+impl Shape<'_> {
+    /// Whether another attempt may follow this one: within the limit, or the one extra that
+    /// progress on the last attempt earns.
+    fn may_retry(&self, progress: bool) -> bool {
+        let max = self.pack.attempts.max;
+        self.number < max || (self.number == max && progress)
+    }
+
+    /// Attempts left after this one, when another may follow.
+    fn remaining(&self) -> u32 {
+        self.pack.attempts.max.saturating_sub(self.number).max(1)
+    }
+
+    fn base(&self, status: ResultStatus, judgement: &Judgement) -> DecisionResult {
+        DecisionResult {
+            status,
+            outcome: None,
+            next_step: String::new(),
+            case: CaseView {
+                id: String::new(),
+                fields: None,
+            },
+            attempts: AttemptsView {
+                used: self.number,
+                remaining: 0,
+                next: Some(Next::Escalate),
+            },
+            answers: judgement.answers.clone(),
+            retry: std::collections::BTreeMap::new(),
+            missing: Vec::new(),
+            escalation: None,
+            effects: Vec::new(),
+            reason: judgement.reason.clone(),
+        }
+    }
+
+    fn decided(&self, judgement: &Judgement) -> DecisionResult {
+        let mut result = self.base(ResultStatus::Decided, judgement);
+        let outcome = judgement.outcome.clone().unwrap_or_default();
+        if let Some(defined) = self.pack.outcome(&outcome) {
+            result.next_step.clone_from(&defined.next_step);
+            result.effects.clone_from(&defined.effects);
+        }
+        result.outcome = Some(outcome);
+        result.attempts.remaining = self.pack.attempts.max.saturating_sub(self.number);
+        result.attempts.next = None;
+        result
+    }
+
+    fn held(&self, judgement: &Judgement) -> DecisionResult {
+        let mut result = self.base(ResultStatus::Held, judgement);
+        let lane = judgement.outcome.clone().unwrap_or_default();
+        let unresolved = &self.pack.unresolved.escalate;
+        let (next_step, escalate, may_gather) = match self.pack.outcome(&lane) {
+            Some(o) => {
+                result.effects.clone_from(&o.effects);
+                let escalate = o.escalate.as_deref().unwrap_or(unresolved);
+                (o.next_step.clone(), escalate.to_owned(), o.allow_retry > 0)
+            }
+            None => (builtin_lane_step(&lane), unresolved.clone(), false),
+        };
+        result.next_step = next_step;
+        result.escalation = escalation(self.pack, &escalate, Trigger::Held);
+        if may_gather && !self.lane_retry && self.may_retry(true) {
+            result.attempts.next = Some(Next::Retry);
+            result.attempts.remaining = 1;
+            result
+                .reason
+                .push_str("; the lane allows one more attempt after gathering more");
+        }
+        result.outcome = Some(lane);
+        result
+    }
+
+    fn undecided(&self, judgement: &Judgement) -> DecisionResult {
+        let mut result = self.base(ResultStatus::Undecided, judgement);
+        result.next_step.clone_from(&self.pack.unresolved.next_step);
+        result.retry = self.guidance(judgement);
+        if self.number >= 2 && !self.progress {
+            result.escalation =
+                escalation(self.pack, &self.pack.attempts.escalate, Trigger::NoProgress);
+            result.reason.push_str(
+                "; this attempt closed no new question and cited no new source, so the case \
+                 escalates now",
+            );
+            return result;
+        }
+        self.count(&mut result);
+        result
+    }
+
+    fn gap(&self, judgement: &Judgement, missing: Vec<String>) -> DecisionResult {
+        let mut result = self.base(ResultStatus::Gap, judgement);
+        result.answers.clear();
+        result.retry = self.guidance(judgement);
+        result.next_step = format!(
+            "Find the required related record{} ({}) and send {} under `related` with its id and \
+             quotes, then ask again; or escalate.",
+            if missing.len() == 1 { "" } else { "s" },
+            missing.join(", "),
+            if missing.len() == 1 { "it" } else { "them" },
+        );
+        result.reason = format!(
+            "required related record missing: {}; a gap decides nothing, keeps nothing, and \
+             counts as an attempt",
+            missing.join(", ")
+        );
+        result.missing = missing;
+        self.count(&mut result);
+        result
+    }
+
+    /// `attempts` and `escalation` of an undecided or gap result by the count alone.
+    fn count(&self, result: &mut DecisionResult) {
+        let progress = self.progress && result.status != ResultStatus::Gap;
+        if self.may_retry(progress) {
+            result.attempts.next = Some(Next::Retry);
+            result.attempts.remaining = self.remaining();
+            result.escalation = escalation(
+                self.pack,
+                &self.pack.unresolved.escalate,
+                Trigger::Unresolved,
+            );
+        } else {
+            result.escalation = limit_escalation(self.pack);
+            result
+                .reason
+                .push_str("; the attempt limit is reached, so the case escalates now");
+        }
+    }
+
+    /// Retry guidance for each open question.
+    fn guidance(&self, judgement: &Judgement) -> std::collections::BTreeMap<String, RetryGuidance> {
+        judgement
+            .verdicts
+            .iter()
+            .filter(|v| !v.is_closed())
+            .filter_map(|v| {
+                let question = self.pack.question(&v.key)?;
+                Some((
+                    v.key.clone(),
+                    RetryGuidance {
+                        fix: question.fix.clone(),
+                        not_used: v.not_used.clone(),
+                        answers: question
+                            .answers
+                            .iter()
+                            .map(|a| AnswerView {
+                                value: a.value.clone(),
+                                means: a.means.clone(),
+                            })
+                            .collect(),
+                        where_to_look: question.where_to_look.clone(),
+                    },
+                ))
+            })
+            .collect()
+    }
+}
+
+/// The next step of a built-in lane.
+fn builtin_lane_step(lane: &str) -> String {
+    match lane {
+        POLICY_GAP_LANE => {
+            "Hand the case to a person: no rule of the pack covers these answers.".to_owned()
+        }
+        LOW_CONFIDENCE_LANE => "Hand the case to a person: the evidence's confidence is below \
+                                the pack's minimum."
+            .to_owned(),
+        other => format!("Hand the case to the `{other}` lane."),
+    }
+}

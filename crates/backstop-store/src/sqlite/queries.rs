@@ -1,0 +1,193 @@
+//! Cases, review items and the retention purge.
+
+use jiff::Timestamp;
+use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
+
+use super::ledger::attempts;
+use super::{millis, timestamp};
+use crate::{
+    CaseRecord, CycleAttempt, Purged, Resolution, ResolvedBy, ReviewFilter, ReviewItem, StoreError,
+};
+
+const REVIEW_COLUMNS: &str = "id, caller, job, case_id, lane, escalation, reason, opened_at,
+    retry_allowed, retry_used, resolved_at, resolved_by, decision, note";
+
+pub fn case(
+    connection: &Connection,
+    caller: &str,
+    job: &str,
+    case_id: &str,
+) -> Result<Option<CaseRecord>, StoreError> {
+    let found = connection
+        .prepare_cached(
+            "SELECT issued, opened_at, cycle FROM cases
+             WHERE caller = ?1 AND job = ?2 AND case_id = ?3",
+        )?
+        .query_row(params![caller, job, case_id], |row| {
+            Ok((
+                row.get::<_, bool>(0)?,
+                row.get::<_, i64>(1)?,
+                row.get::<_, u32>(2)?,
+            ))
+        })
+        .optional()?;
+    let Some((issued, opened_at, cycle)) = found else {
+        return Ok(None);
+    };
+    let attempts = attempts(connection, caller, job, case_id, None)?
+        .into_iter()
+        .map(|(cycle, record)| CycleAttempt { cycle, record })
+        .collect();
+    let sql = format!(
+        "SELECT {REVIEW_COLUMNS} FROM reviews WHERE caller = ?1 AND job = ?2 AND case_id = ?3
+         ORDER BY id DESC"
+    );
+    let mut statement = connection.prepare_cached(&sql)?;
+    let reviews = statement
+        .query_map(params![caller, job, case_id], review_row)?
+        .map(|row| row?)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Some(CaseRecord {
+        caller: caller.to_owned(),
+        job: job.to_owned(),
+        id: case_id.to_owned(),
+        issued,
+        opened_at: timestamp(opened_at)?,
+        cycle,
+        attempts,
+        reviews,
+    }))
+}
+
+pub fn reviews(
+    connection: &Connection,
+    filter: &ReviewFilter,
+) -> Result<Vec<ReviewItem>, StoreError> {
+    let sql = format!(
+        "SELECT {REVIEW_COLUMNS} FROM reviews
+         WHERE (?1 IS NULL OR (resolved_at IS NULL) = ?1)
+           AND (?2 IS NULL OR job = ?2)
+           AND (?3 IS NULL OR caller = ?3)
+         ORDER BY id DESC LIMIT ?4"
+    );
+    let mut statement = connection.prepare_cached(&sql)?;
+    let limit = filter.limit.unwrap_or(100);
+    statement
+        .query_map(
+            params![filter.open, filter.job, filter.caller, limit],
+            review_row,
+        )?
+        .map(|row| row?)
+        .collect()
+}
+
+pub fn resolve(
+    connection: &mut Connection,
+    id: i64,
+    resolution: &Resolution,
+    now: Timestamp,
+) -> Result<ReviewItem, StoreError> {
+    let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let sql = format!("SELECT {REVIEW_COLUMNS} FROM reviews WHERE id = ?1");
+    let item = tx
+        .prepare_cached(&sql)?
+        .query_row(params![id], review_row)
+        .optional()?
+        .transpose()?
+        .ok_or_else(|| StoreError::NotFound(format!("no review item {id}")))?;
+    if let Some(done) = &item.resolution {
+        return Err(StoreError::Conflict(format!(
+            "review item {id} was already resolved by {} at {}: {}",
+            done.by, done.at, done.decision
+        )));
+    }
+    let at = millis(now);
+    tx.prepare_cached(
+        "UPDATE reviews SET resolved_at = ?2, resolved_by = ?3, decision = ?4, note = ?5
+         WHERE id = ?1",
+    )?
+    .execute(params![
+        id,
+        at,
+        resolution.by,
+        resolution.decision,
+        resolution.note
+    ])?;
+    // The operator's decision ends the cycle: the case's next attempt starts a new count.
+    tx.prepare_cached(
+        "UPDATE cases SET cycle = cycle + 1, last_at = ?4
+         WHERE caller = ?1 AND job = ?2 AND case_id = ?3",
+    )?
+    .execute(params![item.caller, item.job, item.case_id, at])?;
+    tx.commit()?;
+    Ok(ReviewItem {
+        resolution: Some(ResolvedBy {
+            at: timestamp(at)?,
+            by: resolution.by.clone(),
+            decision: resolution.decision.clone(),
+            note: resolution.note.clone(),
+        }),
+        ..item
+    })
+}
+
+pub fn purge(connection: &mut Connection, before: Timestamp) -> Result<Purged, StoreError> {
+    let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let cutoff = millis(before);
+    let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+    let attempts = tx.execute("DELETE FROM attempts WHERE at < ?1", params![cutoff])?;
+    let executions = tx.execute("DELETE FROM executions WHERE at < ?1", params![cutoff])?;
+    let reviews = tx.execute(
+        "DELETE FROM reviews WHERE resolved_at IS NOT NULL AND resolved_at < ?1",
+        params![cutoff],
+    )?;
+    let cases = tx.execute(
+        "DELETE FROM cases WHERE last_at < ?1
+           AND NOT EXISTS (SELECT 1 FROM reviews r
+                           WHERE r.caller = cases.caller AND r.job = cases.job
+                             AND r.case_id = cases.case_id AND r.resolved_at IS NULL)",
+        params![cutoff],
+    )?;
+    tx.commit()?;
+    Ok(Purged {
+        attempts: count(attempts),
+        executions: count(executions),
+        reviews: count(reviews),
+        cases: count(cases),
+    })
+}
+
+/// A review row; the outer result is the driver's, the inner one a stored time read back.
+#[allow(clippy::unnecessary_wraps)]
+fn review_row(row: &Row<'_>) -> rusqlite::Result<Result<ReviewItem, StoreError>> {
+    let resolved_at: Option<i64> = row.get(10)?;
+    let opened_at: i64 = row.get(7)?;
+    let mut item = ReviewItem {
+        id: row.get(0)?,
+        caller: row.get(1)?,
+        job: row.get(2)?,
+        case_id: row.get(3)?,
+        lane: row.get(4)?,
+        escalation: row.get(5)?,
+        reason: row.get(6)?,
+        opened_at: Timestamp::UNIX_EPOCH,
+        retry_allowed: row.get(8)?,
+        retry_used: row.get(9)?,
+        resolution: None,
+    };
+    let by: Option<String> = row.get(11)?;
+    let decision: Option<String> = row.get(12)?;
+    let note: Option<String> = row.get(13)?;
+    Ok((|| {
+        item.opened_at = timestamp(opened_at)?;
+        if let Some(at) = resolved_at {
+            item.resolution = Some(ResolvedBy {
+                at: timestamp(at)?,
+                by: by.unwrap_or_default(),
+                decision: decision.unwrap_or_default(),
+                note,
+            });
+        }
+        Ok(item)
+    })())
+}

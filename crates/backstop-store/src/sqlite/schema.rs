@@ -1,0 +1,118 @@
+//! Connection settings and the schema's migrations.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+
+use crate::StoreError;
+
+/// The migrations, in order; `PRAGMA user_version` records how many have run.
+const MIGRATIONS: [&str; 1] = [r"
+CREATE TABLE cases (
+    caller       TEXT    NOT NULL,
+    job          TEXT    NOT NULL,
+    case_id      TEXT    NOT NULL,
+    issued       INTEGER NOT NULL,
+    opening_hash TEXT,
+    opened_at    INTEGER NOT NULL,
+    last_at      INTEGER NOT NULL,
+    cycle        INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (caller, job, case_id)
+) WITHOUT ROWID;
+CREATE INDEX cases_opening ON cases (caller, job, opening_hash, opened_at)
+    WHERE opening_hash IS NOT NULL;
+CREATE INDEX cases_issued ON cases (caller, job, opened_at) WHERE issued = 1;
+CREATE INDEX cases_last ON cases (last_at);
+
+CREATE TABLE attempts (
+    id           INTEGER PRIMARY KEY,
+    caller       TEXT    NOT NULL,
+    job          TEXT    NOT NULL,
+    case_id      TEXT    NOT NULL,
+    cycle        INTEGER NOT NULL,
+    number       INTEGER NOT NULL,
+    at           INTEGER NOT NULL,
+    execution_id TEXT    NOT NULL,
+    status       TEXT    NOT NULL,
+    outcome      TEXT,
+    next         TEXT,
+    progress     INTEGER NOT NULL,
+    closed       TEXT    NOT NULL,
+    cited        TEXT    NOT NULL,
+    lane_retry   INTEGER NOT NULL
+);
+CREATE INDEX attempts_case ON attempts (caller, job, case_id, cycle);
+CREATE INDEX attempts_at ON attempts (at);
+
+CREATE TABLE executions (
+    caller       TEXT    NOT NULL,
+    job          TEXT    NOT NULL,
+    execution_id TEXT    NOT NULL,
+    fingerprint  TEXT    NOT NULL,
+    result       TEXT    NOT NULL,
+    at           INTEGER NOT NULL,
+    PRIMARY KEY (caller, job, execution_id)
+) WITHOUT ROWID;
+CREATE INDEX executions_at ON executions (at);
+
+CREATE TABLE reviews (
+    id            INTEGER PRIMARY KEY,
+    caller        TEXT    NOT NULL,
+    job           TEXT    NOT NULL,
+    case_id       TEXT    NOT NULL,
+    lane          TEXT    NOT NULL,
+    escalation    TEXT    NOT NULL,
+    reason        TEXT    NOT NULL,
+    opened_at     INTEGER NOT NULL,
+    retry_allowed INTEGER NOT NULL,
+    retry_used    INTEGER NOT NULL DEFAULT 0,
+    resolved_at   INTEGER,
+    resolved_by   TEXT,
+    decision      TEXT,
+    note          TEXT
+);
+CREATE INDEX reviews_case ON reviews (caller, job, case_id) WHERE resolved_at IS NULL;
+CREATE INDEX reviews_resolved ON reviews (resolved_at);
+"];
+
+/// Opens a connection with the store's settings: WAL, `synchronous = NORMAL` (a commit
+/// survives a crash of the process; see ARCHITECTURE.md), foreign keys, a 5 s busy timeout.
+pub fn connect(path: &Path) -> Result<Connection, StoreError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let connection = Connection::open_with_flags(path, flags).map_err(|e| {
+        StoreError::Database(format!("cannot open the database {}: {e}", path.display()))
+    })?;
+    connection.busy_timeout(Duration::from_secs(5))?;
+    connection.pragma_update(None, "journal_mode", "WAL")?;
+    connection.pragma_update(None, "synchronous", "NORMAL")?;
+    connection.pragma_update(None, "foreign_keys", "ON")?;
+    connection.set_prepared_statement_cache_capacity(64);
+    Ok(connection)
+}
+
+/// Runs the migrations the database has not seen, in one transaction.
+pub fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
+    let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let stored: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    let version = usize::try_from(stored).unwrap_or(usize::MAX);
+    if version > MIGRATIONS.len() {
+        return Err(StoreError::Database(format!(
+            "the database's schema version {stored} is newer than this backstop knows ({}); \
+             upgrade backstop",
+            MIGRATIONS.len()
+        )));
+    }
+    for migration in &MIGRATIONS[version..] {
+        tx.execute_batch(migration)?;
+    }
+    tx.pragma_update(
+        None,
+        "user_version",
+        i64::try_from(MIGRATIONS.len()).unwrap_or(i64::MAX),
+    )?;
+    tx.commit()?;
+    Ok(())
+}

@@ -1,0 +1,169 @@
+//! `backstop decide` and `backstop cases show`: attempts on a case, on the ledger.
+
+use std::fs;
+use std::io::{self, Read, Write};
+use std::sync::Arc;
+
+use backstop_core::Issue;
+use backstop_core::case::{Refusal, parse_request};
+use backstop_core::pack::{Pack, parse_pack};
+use backstop_store::{Reply, SqliteStore, Store, StoreError};
+
+use super::{EXIT_ISSUES, EXIT_OK, EXIT_REFUSED};
+use crate::cli::{CasesShowArgs, DecideArgs};
+use crate::output;
+use crate::settings::{OutputMode, resolve_now};
+
+/// The longest caller name.
+const MAX_CALLER_CHARS: usize = 200;
+
+/// Reads one request from `input`, runs it as an attempt and prints the result or refusal.
+pub fn decide(
+    args: &DecideArgs,
+    input: &mut impl Read,
+    out: &mut impl Write,
+    err: &mut impl Write,
+) -> io::Result<u8> {
+    let mut issues = Vec::new();
+    check_caller(&args.caller, &mut issues);
+    let now = resolve_now(args.now.as_deref(), &mut issues);
+    let pack = load_pack(&args.pack, &mut issues);
+    let Some(pack) = pack.filter(|_| issues.is_empty()) else {
+        return output::refuse_command(OutputMode::Json, &issues, out, err);
+    };
+    let mut body = String::new();
+    if let Err(e) = input.read_to_string(&mut body) {
+        let refusal = Refusal::malformed(vec![Issue::new(
+            "",
+            "unreadable",
+            format!("cannot read the request from stdin: {e}"),
+        )]);
+        output::json_line(out, &refusal)?;
+        return Ok(EXIT_REFUSED);
+    }
+    let value: serde_json::Value = match serde_json::from_str(&body) {
+        Ok(value) => value,
+        Err(e) => {
+            let refusal = Refusal::malformed(vec![Issue::new(
+                "",
+                "bad_json",
+                format!("the request is not JSON: {e}"),
+            )]);
+            output::json_line(out, &refusal)?;
+            return Ok(EXIT_REFUSED);
+        }
+    };
+    let request = match parse_request(&pack, &args.caller, &value) {
+        Ok(request) => request,
+        Err(issues) => {
+            output::json_line(out, &Refusal::malformed(issues))?;
+            return Ok(EXIT_REFUSED);
+        }
+    };
+    let Some(store) = open(&args.db.db, err)? else {
+        return Ok(EXIT_ISSUES);
+    };
+    match store.decide(Arc::new(pack), &args.caller, request, now) {
+        Ok(Reply::Counted(result)) => {
+            output::json_line(out, &result)?;
+            Ok(EXIT_OK)
+        }
+        Ok(Reply::Replayed(stored)) => {
+            writeln!(out, "{stored}")?;
+            Ok(EXIT_OK)
+        }
+        Ok(Reply::Refused(refusal)) => {
+            output::json_line(out, &refusal)?;
+            Ok(EXIT_REFUSED)
+        }
+        Err(e) => store_failed(&e, err),
+    }
+}
+
+/// Prints one case as JSON.
+pub fn show(args: &CasesShowArgs, out: &mut impl Write, err: &mut impl Write) -> io::Result<u8> {
+    let mut issues = Vec::new();
+    check_caller(&args.caller, &mut issues);
+    if !issues.is_empty() {
+        return output::refuse_command(OutputMode::Json, &issues, out, err);
+    }
+    let Some(store) = open(&args.db.db, err)? else {
+        return Ok(EXIT_ISSUES);
+    };
+    match store.case(&args.caller, &args.job, &args.case_id) {
+        Ok(Some(case)) => {
+            serde_json::to_writer_pretty(&mut *out, &case)?;
+            writeln!(out)?;
+            Ok(EXIT_OK)
+        }
+        Ok(None) => {
+            let refusal = Refusal::new(
+                "unknown_case",
+                format!(
+                    "caller `{}` has no case `{}` on job `{}`",
+                    args.caller, args.case_id, args.job
+                ),
+            );
+            output::json_line(out, &refusal)?;
+            Ok(EXIT_REFUSED)
+        }
+        Err(e) => store_failed(&e, err),
+    }
+}
+
+/// Opens the ledger, or says why it cannot be opened.
+pub fn open(path: &std::path::Path, err: &mut impl Write) -> io::Result<Option<SqliteStore>> {
+    match SqliteStore::open(path) {
+        Ok(store) => Ok(Some(store)),
+        Err(e) => {
+            writeln!(err, "backstop: --db {}: {e}", path.display())?;
+            Ok(None)
+        }
+    }
+}
+
+/// Reports a failed store call on stderr; exit 1.
+pub fn store_failed(error: &StoreError, err: &mut impl Write) -> io::Result<u8> {
+    writeln!(err, "backstop: the ledger failed: {error}")?;
+    Ok(EXIT_ISSUES)
+}
+
+fn check_caller(caller: &str, issues: &mut Vec<Issue>) {
+    if caller.trim().is_empty() || caller.chars().count() > MAX_CALLER_CHARS {
+        issues.push(Issue::new(
+            "--caller",
+            "bad_caller",
+            format!("a caller name is 1 to {MAX_CALLER_CHARS} characters, not blank"),
+        ));
+    }
+}
+
+/// Reads and parses `--pack`; every issue gets the file in its path.
+fn load_pack(path: &std::path::Path, issues: &mut Vec<Issue>) -> Option<Pack> {
+    let origin = format!("--pack {}", path.display());
+    let text = match fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) => {
+            issues.push(Issue::new(
+                origin,
+                "unreadable",
+                format!("cannot read the pack: {e}"),
+            ));
+            return None;
+        }
+    };
+    match parse_pack(&text) {
+        Ok(pack) => Some(pack),
+        Err(found) => {
+            issues.extend(found.into_iter().map(|issue| Issue {
+                path: if issue.path.is_empty() {
+                    origin.clone()
+                } else {
+                    format!("{origin}: {}", issue.path)
+                },
+                ..issue
+            }));
+            None
+        }
+    }
+}
