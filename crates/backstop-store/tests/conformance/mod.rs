@@ -1,0 +1,57 @@
+//! The conformance suite every `Store` backend passes: seed 000's rules, sentence by sentence.
+//!
+//! A backend's test file declares `#[macro_use] mod conformance;`, names a function that
+//! makes a fresh, empty store (anything that derefs to a `Store`), and invokes
+//! `conformance_suite!` with it; each scenario becomes one `#[test]`.
+
+pub mod support;
+
+pub mod attempts;
+pub mod identity;
+pub mod keeping;
+pub mod reviews;
+
+/// Expands to one `#[test]` per scenario, each on a fresh store from `$fresh()`.
+macro_rules! conformance_suite {
+    ($fresh:path) => {
+        conformance_suite!(@each $fresh,
+            attempts::case_names_are_normalized_by_the_match_rule,
+            attempts::attempts_report_used_remaining_and_next,
+            attempts::a_request_past_the_limit_is_refused_with_the_escalation,
+            attempts::an_attempt_without_progress_escalates_at_once,
+            attempts::the_extra_attempt_needs_progress,
+            attempts::progress_by_a_new_source_or_a_new_closed_question,
+            attempts::attempts_count_within_the_window_only,
+            attempts::a_decision_starts_a_new_count,
+            attempts::a_resend_is_never_counted_twice,
+            attempts::a_different_body_under_one_execution_id_is_a_conflict,
+            attempts::the_retry_guidance_names_what_to_fix,
+            attempts::a_good_agent_retries_to_a_decision,
+            attempts::a_gap_counts_keeps_nothing_and_lists_missing,
+            attempts::a_malformed_request_uses_no_attempt,
+            attempts::callers_do_not_share_cases,
+            identity::issued_cases_get_an_id_and_retries_send_it_back,
+            identity::starting_over_reuses_the_issued_case,
+            identity::an_unknown_issued_id_is_refused,
+            identity::issued_cases_are_limited_per_caller_per_day,
+            identity::fields_identity_ignores_order,
+            identity::content_identity_follows_the_text,
+            reviews::a_held_result_opens_a_review_and_blocks_attempts,
+            reviews::resolving_a_review_ends_the_cycle,
+            reviews::a_review_is_resolved_once,
+            reviews::a_gather_lane_allows_one_retry,
+            reviews::a_gather_retry_that_decides_closes_the_review,
+            keeping::records_keep_keys_sources_locators_and_hashes_only,
+            keeping::purge_deletes_attempts_past_retention,
+        );
+    };
+    (@each $fresh:path, $($module:ident :: $name:ident),+ $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                let store = $fresh();
+                conformance::$module::$name(&*store);
+            }
+        )+
+    };
+}

@@ -1,0 +1,160 @@
+//! Held results: review items, `case_in_review`, operator resolutions and the gather lane.
+
+use backstop_store::{Resolution, ReviewFilter, Store, StoreError};
+use serde_json::json;
+
+use super::support::{HEDGED, PII, ask, at, attempts, company, shipped, vendor};
+
+const MIXED: [&str; 2] = [
+    "We build both hardware and software for farms.",
+    "Acme is a diversified industrial group.",
+];
+
+fn open_reviews(store: &dyn Store) -> Vec<backstop_store::ReviewItem> {
+    store
+        .reviews(&ReviewFilter {
+            open: Some(true),
+            ..ReviewFilter::default()
+        })
+        .unwrap()
+}
+
+fn operator() -> Resolution {
+    Resolution {
+        by: "dana".to_owned(),
+        decision: "approve".to_owned(),
+        note: Some("DPA signed".to_owned()),
+    }
+}
+
+/// "Held: escalate with that next step. Don't retry." The lane opens a review item, and
+/// further attempts are refused `case_in_review`.
+pub fn a_held_result_opens_a_review_and_blocks_attempts(store: &dyn Store) {
+    let pack = shipped("vendor-risk");
+    let held = ask(store, &pack, "a", &vendor("e1", "h.com", &[PII]), at(0));
+    let result = held.result();
+    assert_eq!(result["status"], "held");
+    assert_eq!(result["outcome"], "review_privacy");
+    assert_eq!(attempts(result), (1, 0, json!("escalate")));
+    assert_eq!(result["escalation"]["id"], "privacy-team");
+    assert_eq!(result["escalation"]["trigger"], "held");
+    assert_eq!(
+        result["nextStep"],
+        "Hold the vendor; the privacy team reviews the agreement."
+    );
+    let items = open_reviews(store);
+    assert_eq!(items.len(), 1);
+    assert_eq!(
+        (items[0].case_id.as_str(), items[0].lane.as_str()),
+        ("h.com", "review_privacy")
+    );
+    assert_eq!(items[0].escalation, "privacy-team");
+    let blocked = ask(store, &pack, "a", &vendor("e2", "h.com", &[HEDGED]), at(1));
+    assert_eq!(blocked.refused(), "case_in_review");
+    assert_eq!(blocked.refusal()["error"]["escalation"]["trigger"], "held");
+    assert_eq!(
+        store
+            .case("a", "vendor-risk", "h.com")
+            .unwrap()
+            .unwrap()
+            .attempts
+            .len(),
+        1
+    );
+}
+
+/// An operator's resolution ends the cycle: the next attempt is the first of a new count.
+pub fn resolving_a_review_ends_the_cycle(store: &dyn Store) {
+    let pack = shipped("vendor-risk");
+    ask(store, &pack, "a", &vendor("e1", "r.com", &[PII]), at(0));
+    let id = open_reviews(store)[0].id;
+    let resolved = store.resolve_review(id, &operator(), at(10)).unwrap();
+    let by = resolved.resolution.unwrap();
+    assert_eq!((by.by.as_str(), by.decision.as_str()), ("dana", "approve"));
+    assert!(open_reviews(store).is_empty());
+    let next = ask(store, &pack, "a", &vendor("e2", "r.com", &[HEDGED]), at(11));
+    assert_eq!(attempts(next.result()), (1, 2, json!("retry")));
+    let all = store.reviews(&ReviewFilter::default()).unwrap();
+    assert_eq!(all.len(), 1);
+    assert_eq!(
+        all[0].resolution.as_ref().unwrap().note.as_deref(),
+        Some("DPA signed")
+    );
+}
+
+/// A review item is resolved once; an unknown one is not found.
+pub fn a_review_is_resolved_once(store: &dyn Store) {
+    let pack = shipped("vendor-risk");
+    ask(store, &pack, "a", &vendor("e1", "o.com", &[PII]), at(0));
+    let id = open_reviews(store)[0].id;
+    store.resolve_review(id, &operator(), at(1)).unwrap();
+    assert!(matches!(
+        store.resolve_review(id, &operator(), at(2)),
+        Err(StoreError::Conflict(_))
+    ));
+    assert!(matches!(
+        store.resolve_review(id + 1000, &operator(), at(2)),
+        Err(StoreError::NotFound(_))
+    ));
+}
+
+/// "Some held outcomes tell the agent to gather more itself ... then classify again once."
+pub fn a_gather_lane_allows_one_retry(store: &dyn Store) {
+    let pack = shipped("company-classification");
+    let held = ask(store, &pack, "a", &company("e1", None, &MIXED), at(0));
+    let result = held.result();
+    assert_eq!(
+        (result["status"].clone(), result["outcome"].clone()),
+        (json!("held"), json!("gather_more"))
+    );
+    assert_eq!(attempts(result), (1, 1, json!("retry")));
+    assert_eq!(result["escalation"]["id"], "research-desk");
+    let id = result["case"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(open_reviews(store).len(), 1);
+    let mut texts = MIXED.to_vec();
+    texts.push("Segment revenue: both hardware and services.");
+    let again = ask(store, &pack, "a", &company("e2", Some(&id), &texts), at(1));
+    assert_eq!(again.result()["status"], "held");
+    assert_eq!(attempts(again.result()), (2, 0, json!("escalate")));
+    let third = ask(store, &pack, "a", &company("e3", Some(&id), &MIXED), at(2));
+    assert_eq!(third.refused(), "case_in_review");
+    assert_eq!(
+        open_reviews(store).len(),
+        1,
+        "the retry keeps the one review item"
+    );
+}
+
+/// The gather lane's retry may decide the case; that closes the review item.
+pub fn a_gather_retry_that_decides_closes_the_review(store: &dyn Store) {
+    let pack = shipped("company-classification");
+    let held = ask(store, &pack, "a", &company("e1", None, &MIXED), at(0));
+    let id = held.result()["case"]["id"].as_str().unwrap().to_owned();
+    let software = [
+        "We sell SaaS subscriptions to retailers.",
+        "Acme is a software platform company.",
+    ];
+    let decided = ask(
+        store,
+        &pack,
+        "a",
+        &company("e2", Some(&id), &software),
+        at(1),
+    );
+    assert_eq!(decided.result()["status"], "decided");
+    assert!(open_reviews(store).is_empty());
+    let all = store.reviews(&ReviewFilter::default()).unwrap();
+    assert_eq!(all[0].resolution.as_ref().unwrap().by, "backstop");
+    let next = ask(
+        store,
+        &pack,
+        "a",
+        &company("e3", Some(&id), &software[..1]),
+        at(2),
+    );
+    assert_eq!(
+        attempts(next.result()).0,
+        1,
+        "the decision started a new count"
+    );
+}
