@@ -55,7 +55,7 @@ pub fn attempts_report_used_remaining_and_next(store: &dyn Store) {
     );
 }
 
-/// "A request past the limit is refused before anything runs, with attempt_limit_reached",
+/// "A request past the limit is refused before anything runs, with `attempt_limit_reached`",
 /// carrying the escalation the pack names for the limit.
 pub fn a_request_past_the_limit_is_refused_with_the_escalation(store: &dyn Store) {
     let pack = vendor_risk_max(1);
@@ -231,7 +231,7 @@ pub fn a_resend_is_never_counted_twice(store: &dyn Store) {
     );
 }
 
-/// "A different body under the same execution_id is refused execution_id_conflict."
+/// "A different body under the same `execution_id` is refused `execution_id_conflict`."
 pub fn a_different_body_under_one_execution_id_is_a_conflict(store: &dyn Store) {
     let pack = shipped("vendor-risk");
     ask(store, &pack, "a", &vendor("e1", "c.com", &[HEDGED]), at(0));

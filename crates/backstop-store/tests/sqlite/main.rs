@@ -1,8 +1,12 @@
-//! The SQLite store: the conformance suite, plus what only a file can show (no excerpt text
+//! The `SQLite` store: the conformance suite, plus what only a file can show (no excerpt text
 //! on disk, reopening, two stores on one file) and the concurrency and property tests.
 
 #[macro_use]
+#[path = "../conformance/mod.rs"]
 mod conformance;
+mod concurrency;
+mod on_disk;
+mod properties;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
