@@ -126,13 +126,24 @@ pub fn attempts(
     case_id: &str,
     cycle: Option<u32>,
 ) -> Result<Vec<(u32, AttemptRecord)>, StoreError> {
-    let mut statement = connection.prepare_cached(
-        "SELECT cycle, number, at, execution_id, status, outcome, next, progress, closed, cited,
-                lane_retry
-         FROM attempts
-         WHERE caller = ?1 AND job = ?2 AND case_id = ?3 AND (?4 IS NULL OR cycle = ?4)
-         ORDER BY id",
-    )?;
+    // Two statements rather than `(?4 IS NULL OR cycle = ?4)`: a plan that depends on a bound
+    // value is prepared again at every call.
+    let mut statement = match cycle {
+        Some(_) => connection.prepare_cached(
+            "SELECT cycle, number, at, execution_id, status, outcome, next, progress, closed,
+                    cited, lane_retry
+             FROM attempts
+             WHERE caller = ?1 AND job = ?2 AND case_id = ?3 AND cycle = ?4
+             ORDER BY id",
+        )?,
+        None => connection.prepare_cached(
+            "SELECT cycle, number, at, execution_id, status, outcome, next, progress, closed,
+                    cited, lane_retry
+             FROM attempts
+             WHERE caller = ?1 AND job = ?2 AND case_id = ?3 AND ?4 IS NULL
+             ORDER BY id",
+        )?,
+    };
     let rows = statement.query_map(params![caller, job, case_id, cycle], |row| {
         Ok((
             row.get::<_, u32>(0)?,

@@ -1,14 +1,16 @@
-//! The embedded `SQLite` store: one writer thread owns the connection that writes, in WAL mode,
-//! so attempts are serialized without lock waits; reads use their own connection.
+//! The embedded `SQLite` store: one connection writes, in WAL mode, behind a mutex, so attempts
+//! in one process are serialized; reads use their own connection.
+//!
+//! The writing connection runs on the caller's thread. A dedicated writer thread fed by a
+//! channel was measured first: two thread wake-ups per attempt cost more than the attempt
+//! itself on this VM (about 3,000 decisions/s against over 10,000; see ARCHITECTURE.md).
 //!
 //! - `schema`: connection settings and migrations
 //! - `ledger`: one attempt in one transaction (state loaded, the core's change applied)
 //! - `queries`: cases, review items and the purge
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
-use std::thread;
 
 use backstop_core::case::Request;
 use backstop_core::pack::Pack;
@@ -17,22 +19,23 @@ use rusqlite::Connection;
 
 use crate::{CaseRecord, Purged, Reply, Resolution, ReviewFilter, ReviewItem, Store, StoreError};
 
+mod checkpoint;
 mod ledger;
 mod queries;
 mod schema;
 
-type Job = Box<dyn FnOnce(&mut Connection) + Send>;
-
 /// The embedded store: a `SQLite` file in WAL mode.
 ///
-/// Writes go through one thread that owns the writing connection; each attempt is one
-/// `BEGIN IMMEDIATE` transaction there, so two processes on one file also stay correct (the
-/// second waits up to the busy timeout).
+/// Writes go through one connection behind a mutex; each attempt is one `BEGIN IMMEDIATE`
+/// transaction, so two processes on one file also stay correct (the second waits up to the
+/// busy timeout).
 #[derive(Debug)]
 pub struct SqliteStore {
     path: PathBuf,
-    writer: Mutex<Sender<Job>>,
+    writer: Mutex<Connection>,
     reader: Mutex<Connection>,
+    // Dropped last: its final checkpoint runs after the connections above are closed.
+    _checkpointer: checkpoint::Checkpointer,
 }
 
 impl SqliteStore {
@@ -41,20 +44,14 @@ impl SqliteStore {
         let path = path.as_ref().to_path_buf();
         let mut writing = schema::connect(&path)?;
         schema::migrate(&mut writing)?;
+        writing.pragma_update(None, "wal_autocheckpoint", 0)?;
         let reader = schema::connect(&path)?;
-        let (sender, receiver) = mpsc::channel::<Job>();
-        thread::Builder::new()
-            .name("backstop-store-writer".to_owned())
-            .spawn(move || {
-                while let Ok(job) = receiver.recv() {
-                    job(&mut writing);
-                }
-            })
-            .map_err(|e| StoreError::Database(format!("cannot start the writer thread: {e}")))?;
+        let checkpointer = checkpoint::Checkpointer::start(&path)?;
         Ok(Self {
             path,
-            writer: Mutex::new(sender),
+            writer: Mutex::new(writing),
             reader: Mutex::new(reader),
+            _checkpointer: checkpointer,
         })
     }
 
@@ -63,21 +60,13 @@ impl SqliteStore {
         &self.path
     }
 
-    /// Runs `work` on the writer thread and waits for its answer.
-    fn write<T: Send + 'static>(
+    /// Runs `work` on the writing connection, one caller at a time.
+    fn write<T>(
         &self,
-        work: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+        work: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let (answer, answered): (SyncSender<Result<T, StoreError>>, _) = mpsc::sync_channel(1);
-        let job: Job = Box::new(move |connection| {
-            let _ = answer.send(work(connection));
-        });
-        self.writer
-            .lock()
-            .map_err(|_| StoreError::Closed)?
-            .send(job)
-            .map_err(|_| StoreError::Closed)?;
-        answered.recv().map_err(|_| StoreError::Closed)?
+        let mut connection = self.writer.lock().map_err(|_| StoreError::Closed)?;
+        work(&mut connection)
     }
 
     fn read<T>(
@@ -97,8 +86,7 @@ impl Store for SqliteStore {
         request: Request,
         now: Timestamp,
     ) -> Result<Reply, StoreError> {
-        let caller = caller.to_owned();
-        self.write(move |connection| ledger::decide(connection, &pack, &caller, &request, now))
+        self.write(|connection| ledger::decide(connection, &pack, caller, &request, now))
     }
 
     fn case(
@@ -120,12 +108,11 @@ impl Store for SqliteStore {
         resolution: &Resolution,
         now: Timestamp,
     ) -> Result<ReviewItem, StoreError> {
-        let resolution = resolution.clone();
-        self.write(move |connection| queries::resolve(connection, id, &resolution, now))
+        self.write(|connection| queries::resolve(connection, id, resolution, now))
     }
 
     fn purge(&self, before: Timestamp) -> Result<Purged, StoreError> {
-        self.write(move |connection| queries::purge(connection, before))
+        self.write(|connection| queries::purge(connection, before))
     }
 }
 
