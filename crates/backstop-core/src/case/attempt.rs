@@ -34,8 +34,9 @@ pub fn attempt(pack: &Pack, state: &CaseState, request: &Request, now: Timestamp
         return Attempted::Refused(Refusal::new(
             "execution_id_conflict",
             format!(
-                "execution_id `{}` was already used with a different request; a resend must be \
-                 byte-for-byte the same request, and a new attempt needs a new execution_id",
+                "execution_id `{}` was already used with a different request; a resend must carry \
+                 the same fields and values (key order and spacing do not matter), and a new \
+                 attempt needs a new execution_id",
                 request.execution_id
             ),
         ));
@@ -116,6 +117,7 @@ pub fn attempt(pack: &Pack, state: &CaseState, request: &Request, now: Timestamp
         number,
         progress,
         lane_retry,
+        review_escalation: state.review.as_ref().map(|r| r.escalation.as_str()),
     };
     let mut result = if gap {
         shape.gap(&judgement, missing)
@@ -290,6 +292,8 @@ struct Shape<'a> {
     number: u32,
     progress: bool,
     lane_retry: bool,
+    /// The open review item's escalation, when the case is in review.
+    review_escalation: Option<&'a str>,
 }
 
 impl Shape<'_> {
@@ -370,6 +374,10 @@ impl Shape<'_> {
         let mut result = self.base(ResultStatus::Undecided, judgement);
         result.next_step.clone_from(&self.pack.unresolved.next_step);
         result.retry = self.guidance(judgement);
+        if self.lane_retry {
+            self.back_to_review(&mut result);
+            return result;
+        }
         if self.number >= 2 && !self.progress {
             result.escalation =
                 escalation(self.pack, &self.pack.attempts.escalate, Trigger::NoProgress);
@@ -400,8 +408,24 @@ impl Shape<'_> {
             missing.join(", ")
         );
         result.missing = missing;
-        self.count(&mut result);
+        if self.lane_retry {
+            self.back_to_review(&mut result);
+        } else {
+            self.count(&mut result);
+        }
         result
+    }
+
+    /// The lane's one retry did not decide: the case stays in review, so the agent escalates
+    /// with the lane's escalation; a further attempt is refused `case_in_review`.
+    fn back_to_review(&self, result: &mut DecisionResult) {
+        let id = self
+            .review_escalation
+            .unwrap_or(&self.pack.unresolved.escalate);
+        result.escalation = escalation(self.pack, id, Trigger::Held);
+        result.reason.push_str(
+            "; this was the one retry the lane allowed, so the case stays in review: escalate",
+        );
     }
 
     /// `attempts` and `escalation` of an undecided or gap result by the count alone.

@@ -118,7 +118,7 @@ pub fn judge_question(
 /// The answer a structured value names: a string equal to one of the answers, never `unknown`.
 fn value_answer(question: &Question, value: Option<&serde_json::Value>) -> Option<String> {
     let text = value?.as_str()?;
-    if text == "unknown" {
+    if text == crate::pack::UNKNOWN_ANSWER {
         return None;
     }
     question

@@ -32,6 +32,10 @@ pub const POLICY_GAP_LANE: &str = "review_policy_gap";
 /// next step and escalation.
 pub const LOW_CONFIDENCE_LANE: &str = "review_low_confidence";
 
+/// The answer that means "not known": it never closes a value question, so no rule can fire
+/// on it.
+pub const UNKNOWN_ANSWER: &str = "unknown";
+
 /// The hedges an excerpt is refused for when a pack names none.
 pub const DEFAULT_HEDGES: [&str; 6] = [
     "i think",

@@ -3,7 +3,9 @@
 
 use std::collections::HashMap;
 
-use super::{Condition, Judge, LOW_CONFIDENCE_LANE, OutcomeKind, POLICY_GAP_LANE, Pack};
+use super::{
+    Condition, Judge, LOW_CONFIDENCE_LANE, OutcomeKind, POLICY_GAP_LANE, Pack, UNKNOWN_ANSWER,
+};
 use crate::issue::Issue;
 
 /// Where each parsed entry was in its array, so issues name the entry the file has there.
@@ -126,14 +128,28 @@ pub(super) fn validate(pack: &Pack, spots: &Spots, issues: &mut Vec<Issue>) {
             };
             let answers: Vec<&str> = question.answers.iter().map(|a| a.value.as_str()).collect();
             for (j, value) in condition.named().iter().enumerate() {
-                if answers.contains(&value.as_str()) {
-                    continue;
-                }
                 let at = match condition {
                     Condition::Value(_) => cpath.clone(),
                     Condition::Values(_) => format!("{cpath}[{j}]"),
                     Condition::Not(_) => format!("{cpath}.not[{j}]"),
                 };
+                let wanted = !matches!(condition, Condition::Not(_));
+                if wanted && question.judge == Judge::Value && value == UNKNOWN_ANSWER {
+                    issues.push(Issue::new(
+                        at,
+                        "never_matches",
+                        format!(
+                            "`{key} = \"{UNKNOWN_ANSWER}\"` never fires: `{UNKNOWN_ANSWER}` keeps a \
+                             value question open, and a rule fires only on closed questions; \
+                             an open required question leaves the case undecided, so the agent \
+                             asks again and the attempt limit hands it to a person"
+                        ),
+                    ));
+                    continue;
+                }
+                if answers.contains(&value.as_str()) {
+                    continue;
+                }
                 let what = format!("answer of `{key}`");
                 issues.push(unknown("unknown_answer", at, &what, value, &answers));
             }
@@ -179,4 +195,48 @@ fn unknown(code: &str, path: String, what: &str, name: &str, known: &[&str]) -> 
         code,
         format!("no {what} is named `{name}`; {expected}"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::pack::parse_pack;
+
+    #[test]
+    fn a_rule_wanting_unknown_on_a_value_question_never_fires() {
+        let text = r#"
+job = "j"
+title = "t"
+identity = { mode = "issued" }
+attempts = { escalate = "desk" }
+unresolved = { next_step = "n", escalate = "desk" }
+[[questions]]
+key = "received"
+text = "Received?"
+judge = "value"
+fix = "f"
+where_to_look = "w"
+answers = [{ value = "yes", means = "Y" }, { value = "unknown", means = "?" }]
+[[rules]]
+when = { received = ["yes", "unknown"] }
+outcome = "done"
+[[rules]]
+when = { received = { not = ["unknown"] } }
+outcome = "done"
+[[outcomes]]
+id = "done"
+kind = "decision"
+next_step = "n"
+[[escalations]]
+id = "desk"
+why = "w"
+to = "t"
+next_step = "n"
+"#;
+        let issues = parse_pack(text).unwrap_err();
+        let found: Vec<(&str, &str)> = issues
+            .iter()
+            .map(|i| (i.path.as_str(), i.code.as_str()))
+            .collect();
+        assert_eq!(found, [("rules[0].when.received[1]", "never_matches")]);
+    }
 }

@@ -41,6 +41,7 @@ macro_rules! conformance_suite {
             reviews::a_review_is_resolved_once,
             reviews::a_gather_lane_allows_one_retry,
             reviews::a_gather_retry_that_decides_closes_the_review,
+            reviews::a_gather_retry_left_undecided_goes_back_to_review,
             keeping::records_keep_keys_sources_locators_and_hashes_only,
             keeping::purge_deletes_attempts_past_retention,
         );

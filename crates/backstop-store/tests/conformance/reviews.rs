@@ -158,3 +158,20 @@ pub fn a_gather_retry_that_decides_closes_the_review(store: &dyn Store) {
         "the decision started a new count"
     );
 }
+
+/// The gather lane's retry that decides nothing leaves the case in review: the result says
+/// escalate with the lane's escalation, and the next attempt is refused.
+pub fn a_gather_retry_left_undecided_goes_back_to_review(store: &dyn Store) {
+    let pack = shipped("company-classification");
+    let held = ask(store, &pack, "a", &company("e1", None, &MIXED), at(0));
+    let id = held.result()["case"]["id"].as_str().unwrap().to_owned();
+    let one = ["We sell SaaS subscriptions to retailers."];
+    let retry = ask(store, &pack, "a", &company("e2", Some(&id), &one), at(1));
+    let result = retry.result();
+    assert_eq!(result["status"], "undecided");
+    assert_eq!(attempts(result), (2, 0, json!("escalate")));
+    assert_eq!(result["escalation"]["id"], "research-desk");
+    assert_eq!(result["escalation"]["trigger"], "held");
+    let next = ask(store, &pack, "a", &company("e3", Some(&id), &one), at(2));
+    assert_eq!(next.refused(), "case_in_review");
+}

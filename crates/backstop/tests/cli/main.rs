@@ -7,6 +7,8 @@
 //! - `user_rules`: `classify --rules FILE` in front of the built-in rules, and bad rule files
 //! - `errors`: bad flags and bad stdin are refused with every issue and its flag at once
 //! - `rules_cmd`: `rules check` (ok, shadowed, unreadable, JSON shape) and `rules show`
+//! - `cases_cmd`: `decide`, `cases show`, `review list|resolve` and `purge` on a ledger of each
+//!   test's own: retries, resends, malformed requests, reviews, retention, issued and fields cases
 //! - `pack_cmd`: `pack check`: the shipped packs are ok, a bad pack lists its issues, a missing file
 //! - `simulate`: `simulate backoff`: full jitter against plain exponential, the table, bad flags
 //! - `help`: the `--help` texts, wrapped at 100 columns
@@ -19,6 +21,7 @@
 //!
 //! Snapshots are in `snapshots/`; accept new ones with `INSTA_UPDATE=always` and read them.
 
+mod cases_cmd;
 mod classify;
 mod errors;
 mod help;

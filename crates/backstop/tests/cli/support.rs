@@ -50,12 +50,14 @@ impl Run {
 /// Runs `backstop ARGS` in `dir` with `stdin` as its standard input.
 ///
 /// The environment is pinned so output does not depend on the caller's: no log filter from
-/// `BACKSTOP_LOG` (it shows up in `--help`), and 100 columns for clap's wrapping.
+/// `BACKSTOP_LOG` and no ledger from `BACKSTOP_DB` (both show up in `--help`), and 100 columns
+/// for clap's wrapping.
 pub fn run_in(dir: Option<&Path>, args: &[&str], stdin: &[u8]) -> Run {
     let mut command = Command::new(env!("CARGO_BIN_EXE_backstop"));
     command
         .args(args)
         .env_remove("BACKSTOP_LOG")
+        .env_remove("BACKSTOP_DB")
         .env("COLUMNS", "100")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
