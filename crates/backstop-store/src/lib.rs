@@ -60,7 +60,7 @@ pub trait Store: Send + Sync {
         now: Timestamp,
     ) -> Result<ReviewItem, StoreError>;
 
-    /// Deletes attempt records, stored results and resolved review items older than
+    /// Deletes attempt records (with their stored results) and review items resolved before
     /// `before`, and cases with nothing left.
     fn purge(&self, before: Timestamp) -> Result<Purged, StoreError>;
 }
@@ -174,10 +174,8 @@ pub struct Resolution {
 /// What a purge deleted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub struct Purged {
-    /// Attempt records.
+    /// Attempt records, each with the result kept for a resend.
     pub attempts: u64,
-    /// Stored results (execution ids).
-    pub executions: u64,
     /// Resolved review items.
     pub reviews: u64,
     /// Cases with nothing left.

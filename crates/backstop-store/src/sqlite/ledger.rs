@@ -45,7 +45,7 @@ fn load(
 ) -> Result<(CaseState, u32), StoreError> {
     let execution = tx
         .prepare_cached(
-            "SELECT fingerprint, result FROM executions
+            "SELECT fingerprint, result FROM attempts
              WHERE caller = ?1 AND job = ?2 AND execution_id = ?3",
         )?
         .query_row(params![caller, job, request.execution_id], |row| {
@@ -206,10 +206,12 @@ fn apply(
         ])?;
     }
     let record = &change.attempt;
+    // The result is kept on the attempt's own row, for a resend with the same execution id.
     tx.prepare_cached(
         "INSERT INTO attempts (caller, job, case_id, cycle, number, at, execution_id, status,
-                               outcome, next, progress, closed, cited, lane_retry)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                               outcome, next, progress, closed, cited, lane_retry, fingerprint,
+                               result)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
     )?
     .execute(params![
         caller,
@@ -226,18 +228,8 @@ fn apply(
         to_json(&record.closed)?,
         to_json(&record.cited)?,
         record.lane_retry,
-    ])?;
-    tx.prepare_cached(
-        "INSERT INTO executions (caller, job, execution_id, fingerprint, result, at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    )?
-    .execute(params![
-        caller,
-        job,
-        record.execution_id,
         change.execution.fingerprint,
         change.execution.result,
-        at
     ])?;
     let next_cycle = if change.end_cycle { cycle + 1 } else { cycle };
     tx.prepare_cached(

@@ -136,7 +136,6 @@ pub fn purge(connection: &mut Connection, before: Timestamp) -> Result<Purged, S
     let cutoff = millis(before);
     let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
     let attempts = tx.execute("DELETE FROM attempts WHERE at < ?1", params![cutoff])?;
-    let executions = tx.execute("DELETE FROM executions WHERE at < ?1", params![cutoff])?;
     let reviews = tx.execute(
         "DELETE FROM reviews WHERE resolved_at IS NOT NULL AND resolved_at < ?1",
         params![cutoff],
@@ -151,7 +150,6 @@ pub fn purge(connection: &mut Connection, before: Timestamp) -> Result<Purged, S
     tx.commit()?;
     Ok(Purged {
         attempts: count(attempts),
-        executions: count(executions),
         reviews: count(reviews),
         cases: count(cases),
     })

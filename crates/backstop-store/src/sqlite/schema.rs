@@ -40,20 +40,13 @@ CREATE TABLE attempts (
     progress     INTEGER NOT NULL,
     closed       TEXT    NOT NULL,
     cited        TEXT    NOT NULL,
-    lane_retry   INTEGER NOT NULL
+    lane_retry   INTEGER NOT NULL,
+    fingerprint  TEXT    NOT NULL,
+    result       TEXT    NOT NULL
 );
 CREATE INDEX attempts_case ON attempts (caller, job, case_id, cycle);
+CREATE UNIQUE INDEX attempts_execution ON attempts (caller, job, execution_id);
 CREATE INDEX attempts_at ON attempts (at);
-
-CREATE TABLE executions (
-    caller       TEXT    NOT NULL,
-    job          TEXT    NOT NULL,
-    execution_id TEXT    NOT NULL,
-    fingerprint  TEXT    NOT NULL,
-    result       TEXT    NOT NULL,
-    at           INTEGER NOT NULL,
-    PRIMARY KEY (caller, job, execution_id)
-) WITHOUT ROWID;
 
 CREATE TABLE reviews (
     id            INTEGER PRIMARY KEY,
@@ -86,6 +79,7 @@ pub fn connect(path: &Path) -> Result<Connection, StoreError> {
         StoreError::Database(format!("cannot open the database {}: {e}", path.display()))
     })?;
     connection.busy_timeout(Duration::from_secs(5))?;
+    connection.pragma_update(None, "page_size", 2048)?;
     connection.pragma_update(None, "journal_mode", "WAL")?;
     connection.pragma_update(None, "synchronous", "NORMAL")?;
     connection.pragma_update(None, "foreign_keys", "ON")?;

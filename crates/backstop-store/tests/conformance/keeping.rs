@@ -46,10 +46,7 @@ pub fn purge_deletes_attempts_past_retention(store: &dyn Store) {
         at(0),
     );
     let purged = store.purge(at(31 * day) - DEFAULT_RETENTION).unwrap();
-    assert_eq!(
-        (purged.attempts, purged.executions, purged.cases),
-        (2, 2, 1)
-    );
+    assert_eq!((purged.attempts, purged.cases), (2, 1));
     assert_eq!(
         store
             .case("a", "vendor-risk", "held.com")
