@@ -91,8 +91,8 @@ Exit codes:
      execution_id_conflict, case_in_review, unknown_case); the refusal is printed";
 
 const PURGE_HELP: &str = "\
-Deletes attempt records and stored results older than --older-than, review items resolved
-before then, and cases with nothing left. Open review items and their cases are kept.
+Deletes attempt records (with their stored results) older than --older-than, review items
+resolved before then, and cases with nothing left. Open review items and their cases are kept.
 
 Exit codes:
   0  done; the counts are printed as JSON
