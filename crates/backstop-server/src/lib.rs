@@ -1,7 +1,41 @@
-//! backstop's HTTP API.
+//! backstop's HTTP API: `router(state)` and `serve(listener, state, shutdown)`.
 //!
-//! This crate will hold `router(state)`, `serve(listener, state, shutdown)` and the one
-//! `ApiError` type. No route exists yet: the CLI is the only surface so far.
+//! - `config`: the service's TOML file, every issue with its path
+//! - `catalog`: packs by job and classifier rules, swapped whole on a reload
+//! - `state`: what handlers share (ledger, catalog, hinter, keys, limiter, metrics)
+//! - `auth`: API keys by their SHA-256, callers and roles
+//! - `limits`: per-caller rate limits and the request timeout
+//! - `body`: JSON bodies within the size limit
+//! - `error`: the one refusal shape
+//! - `metrics`: counters in the Prometheus text format
+//! - `routes`: one module per resource
 #![deny(missing_docs)]
 
+use std::future::Future;
+use std::sync::Arc;
+
+pub mod auth;
+pub mod body;
+pub mod catalog;
+pub mod config;
+pub mod error;
+pub mod limits;
+pub mod metrics;
+pub mod routes;
+pub mod state;
+
 pub use backstop_store as store;
+pub use config::Config;
+pub use routes::router;
+pub use state::AppState;
+
+/// Serves `state` on `listener` until `shutdown` completes; requests in flight finish first.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: Arc<AppState>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+}

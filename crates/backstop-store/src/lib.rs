@@ -29,7 +29,7 @@ pub const DEFAULT_RETENTION: SignedDuration = SignedDuration::from_hours(30 * 24
 ///
 /// Every method is one transaction. Implementations must be safe to share between threads:
 /// two attempts on one case never both see the same count.
-pub trait Store: Send + Sync {
+pub trait Store: Send + Sync + std::fmt::Debug {
     /// Runs one attempt: loads the case's state, lets the core decide, and stores the change,
     /// all in one transaction. A replay or refusal changes nothing.
     fn decide(
@@ -60,9 +60,32 @@ pub trait Store: Send + Sync {
         now: Timestamp,
     ) -> Result<ReviewItem, StoreError>;
 
-    /// Deletes attempt records (with their stored results) and review items resolved before
-    /// `before`, and cases with nothing left.
+    /// Deletes attempt records (with their stored results), call events, review items
+    /// resolved before `before`, and cases with nothing left.
     fn purge(&self, before: Timestamp) -> Result<Purged, StoreError>;
+
+    /// Appends one call-level event (a failure's step, an outcome, a grant), so the hinter's
+    /// counters can be rebuilt after a restart.
+    fn append_event(&self, event: &CallEvent) -> Result<(), StoreError>;
+
+    /// The call-level events at or after `since`, oldest first.
+    fn events_since(&self, since: Timestamp) -> Result<Vec<CallEvent>, StoreError>;
+
+    /// Whether the store answers: a cheap read.
+    fn ping(&self) -> Result<(), StoreError>;
+}
+
+/// One call-level event, as the service journals it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct CallEvent {
+    /// When it happened.
+    pub at: Timestamp,
+    /// `failure`, `success`, `grant` or `reset`.
+    pub kind: String,
+    /// The task or tool it concerns.
+    pub subject: String,
+    /// The event's data, JSON (a classification and context, an outcome's class).
+    pub body: String,
 }
 
 /// What an attempt came to.
@@ -178,6 +201,8 @@ pub struct Purged {
     pub attempts: u64,
     /// Resolved review items.
     pub reviews: u64,
+    /// Call-level events.
+    pub events: u64,
     /// Cases with nothing left.
     pub cases: u64,
 }

@@ -22,13 +22,32 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "FILTER", default_value = "warn", env = crate::settings::ENV_LOG)]
     pub log_level: String,
 
+    /// Log lines as text or as JSON objects (one per line).
+    #[arg(long, global = true, value_enum, value_name = "FORMAT", default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// For people.
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run the HTTP service: classify, recover, decide cases, reviews, metrics.
+    #[command(after_help = SERVE_HELP)]
+    Serve(ServeArgs),
+    /// Work with the service's config file.
+    #[command(subcommand)]
+    Config(ConfigCommand),
     /// Classify a failed call: one report from flags or stdin, or a JSON Lines stream.
     #[command(after_help = CLASSIFY_HELP)]
     Classify(Box<ClassifyArgs>),
@@ -72,6 +91,66 @@ pub enum Command {
     /// Delete ledger records past retention (30 days by default).
     #[command(after_help = PURGE_HELP)]
     Purge(PurgeArgs),
+}
+
+const SERVE_HELP: &str = "\
+Examples:
+  backstop serve                                  # 127.0.0.1:7600, ./backstop.db, ./packs
+  backstop serve --config /etc/backstop/backstop.toml --log-format json
+
+With no API keys in the config the service is open (every caller is the local operator) and
+listens on loopback only. SIGHUP reloads packs and rules (a bad reload keeps the old ones and
+logs why); SIGTERM or Ctrl-C stops after the requests in flight. The routes are listed by
+GET /openapi.json; docs/service.md describes them.
+
+Exit codes:
+  0  stopped by SIGTERM or Ctrl-C
+  1  the address or the ledger could not be opened
+  2  a bad flag, config, pack or rules file; every issue is listed";
+
+/// `backstop serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Where to listen (overrides the config's `listen`).
+    #[arg(long, value_name = "ADDR", env = crate::settings::ENV_LISTEN)]
+    pub listen: Option<String>,
+    /// The ledger's `SQLite` file (overrides the config's `db`; default ./backstop.db).
+    #[arg(long, value_name = "PATH", env = crate::settings::ENV_DB)]
+    pub db: Option<PathBuf>,
+    /// The service's TOML config: listen, db, packs, rules, limits, keys.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+/// `backstop config ...`.
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Check a config file and every pack and rules file it names; every issue is listed.
+    #[command(
+        after_help = "Exit codes:\n  0  no issues\n  1  issues found (listed)\n  2  the file could not be read"
+    )]
+    Check(ConfigCheckArgs),
+    /// Print the hash of an API key, for a `[[keys]]` entry (the key itself is never stored).
+    HashKey(HashKeyArgs),
+}
+
+/// `backstop config check`.
+#[derive(Debug, Args)]
+pub struct ConfigCheckArgs {
+    /// The config file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Print issues as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `backstop config hash-key`.
+#[derive(Debug, Args)]
+pub struct HashKeyArgs {
+    /// The API key; read from stdin when absent, so it stays out of the shell history.
+    #[arg(value_name = "KEY")]
+    pub key: Option<String>,
 }
 
 const DECIDE_HELP: &str = "\

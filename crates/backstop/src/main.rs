@@ -16,10 +16,13 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let filter = tracing_subscriber::EnvFilter::try_new(&cli.log_level)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(io::stderr)
-        .init();
+        .with_writer(io::stderr);
+    match cli.log_format {
+        cli::LogFormat::Text => logs.init(),
+        cli::LogFormat::Json => logs.json().init(),
+    }
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(e)
@@ -40,6 +43,17 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     let mut out = BufWriter::new(stdout.lock());
     let mut err = io::stderr();
     let code = match cli.command {
+        Command::Serve(args) => {
+            out.flush()?;
+            commands::serve::run(&args, &mut out, &mut err)?
+        }
+        Command::Config(cli::ConfigCommand::Check(args)) => {
+            commands::config::check(&args, &mut out)?
+        }
+        Command::Config(cli::ConfigCommand::HashKey(args)) => {
+            let mut input = io::stdin().lock();
+            commands::config::hash(&args, &mut input, &mut out)?
+        }
         Command::Classify(args) => match settings::resolve_classify(&args) {
             Ok(settings) => {
                 let mut input = io::stdin().lock();

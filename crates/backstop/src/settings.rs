@@ -17,6 +17,8 @@ use crate::cli::{ClassifyArgs, HintArgs, OutputChoice, ReplayArgs, ReportArgs};
 pub const ENV_LOG: &str = "BACKSTOP_LOG";
 /// The bearer token `loop --decider URL` sends.
 pub const ENV_DECIDER_KEY: &str = "BACKSTOP_DECIDER_KEY";
+/// The environment variable that names the address `serve` listens on (`--listen`).
+pub const ENV_LISTEN: &str = "BACKSTOP_LISTEN";
 /// The environment variable that names the ledger's database file (`--db`).
 pub const ENV_DB: &str = "BACKSTOP_DB";
 

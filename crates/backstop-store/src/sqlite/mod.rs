@@ -17,7 +17,9 @@ use backstop_core::pack::Pack;
 use jiff::Timestamp;
 use rusqlite::Connection;
 
-use crate::{CaseRecord, Purged, Reply, Resolution, ReviewFilter, ReviewItem, Store, StoreError};
+use crate::{
+    CallEvent, CaseRecord, Purged, Reply, Resolution, ReviewFilter, ReviewItem, Store, StoreError,
+};
 
 mod checkpoint;
 mod ledger;
@@ -113,6 +115,21 @@ impl Store for SqliteStore {
 
     fn purge(&self, before: Timestamp) -> Result<Purged, StoreError> {
         self.write(|connection| queries::purge(connection, before))
+    }
+
+    fn append_event(&self, event: &CallEvent) -> Result<(), StoreError> {
+        self.write(|connection| queries::append_event(connection, event))
+    }
+
+    fn events_since(&self, since: Timestamp) -> Result<Vec<CallEvent>, StoreError> {
+        self.read(|connection| queries::events_since(connection, since))
+    }
+
+    fn ping(&self) -> Result<(), StoreError> {
+        self.read(|connection| {
+            connection.query_row("SELECT 1", [], |_| Ok(()))?;
+            Ok(())
+        })
     }
 }
 

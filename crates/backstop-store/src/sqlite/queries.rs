@@ -6,7 +6,8 @@ use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 use super::ledger::attempts;
 use super::{millis, timestamp};
 use crate::{
-    CaseRecord, CycleAttempt, Purged, Resolution, ResolvedBy, ReviewFilter, ReviewItem, StoreError,
+    CallEvent, CaseRecord, CycleAttempt, Purged, Resolution, ResolvedBy, ReviewFilter, ReviewItem,
+    StoreError,
 };
 
 const REVIEW_COLUMNS: &str = "id, caller, job, case_id, lane, escalation, reason, opened_at,
@@ -140,6 +141,7 @@ pub fn purge(connection: &mut Connection, before: Timestamp) -> Result<Purged, S
         "DELETE FROM reviews WHERE resolved_at IS NOT NULL AND resolved_at < ?1",
         params![cutoff],
     )?;
+    let events = tx.execute("DELETE FROM events WHERE at < ?1", params![cutoff])?;
     let cases = tx.execute(
         "DELETE FROM cases WHERE last_at < ?1
            AND NOT EXISTS (SELECT 1 FROM reviews r
@@ -151,8 +153,43 @@ pub fn purge(connection: &mut Connection, before: Timestamp) -> Result<Purged, S
     Ok(Purged {
         attempts: count(attempts),
         reviews: count(reviews),
+        events: count(events),
         cases: count(cases),
     })
+}
+
+pub fn append_event(connection: &mut Connection, event: &CallEvent) -> Result<(), StoreError> {
+    connection
+        .prepare_cached("INSERT INTO events (at, kind, subject, body) VALUES (?1, ?2, ?3, ?4)")?
+        .execute(params![
+            millis(event.at),
+            event.kind,
+            event.subject,
+            event.body
+        ])?;
+    Ok(())
+}
+
+pub fn events_since(
+    connection: &Connection,
+    since: Timestamp,
+) -> Result<Vec<CallEvent>, StoreError> {
+    let mut statement = connection
+        .prepare_cached("SELECT at, kind, subject, body FROM events WHERE at >= ?1 ORDER BY id")?;
+    let rows = statement.query_map(params![millis(since)], |row| {
+        Ok((row.get::<_, i64>(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (at, kind, subject, body) = row?;
+        out.push(CallEvent {
+            at: timestamp(at)?,
+            kind,
+            subject,
+            body,
+        });
+    }
+    Ok(out)
 }
 
 /// A review row; the outer result is the driver's, the inner one a stored time read back.

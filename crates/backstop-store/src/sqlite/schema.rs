@@ -9,7 +9,8 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use crate::StoreError;
 
 /// The migrations, in order; `PRAGMA user_version` records how many have run.
-const MIGRATIONS: [&str; 1] = [r"
+const MIGRATIONS: [&str; 2] = [
+    r"
 CREATE TABLE cases (
     caller       TEXT    NOT NULL,
     job          TEXT    NOT NULL,
@@ -66,7 +67,18 @@ CREATE TABLE reviews (
 );
 CREATE INDEX reviews_case ON reviews (caller, job, case_id) WHERE resolved_at IS NULL;
 CREATE INDEX reviews_resolved ON reviews (resolved_at);
-"];
+",
+    r"
+CREATE TABLE events (
+    id      INTEGER PRIMARY KEY,
+    at      INTEGER NOT NULL,
+    kind    TEXT    NOT NULL,
+    subject TEXT    NOT NULL,
+    body    TEXT    NOT NULL
+);
+CREATE INDEX events_at ON events (at);
+",
+];
 
 /// Opens a connection with the store's settings: WAL, `synchronous = NORMAL` (a commit
 /// survives a crash of the process; see ARCHITECTURE.md), foreign keys, a 5 s busy timeout,

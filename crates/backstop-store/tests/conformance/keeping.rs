@@ -78,3 +78,26 @@ pub fn purge_deletes_attempts_past_retention(store: &dyn Store) {
         0
     );
 }
+
+/// Call-level events are kept in order and purged with the rest.
+pub fn call_events_are_journaled_and_purged(store: &dyn Store) {
+    let event = |minute: i64, kind: &str| backstop_store::CallEvent {
+        at: at(minute),
+        kind: kind.to_owned(),
+        subject: "task-1".to_owned(),
+        body: "{}".to_owned(),
+    };
+    store.append_event(&event(0, "failure")).unwrap();
+    store.append_event(&event(5, "grant")).unwrap();
+    store.append_event(&event(10, "success")).unwrap();
+    let since: Vec<String> = store
+        .events_since(at(5))
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    assert_eq!(since, ["grant", "success"]);
+    assert_eq!(store.purge(at(6)).unwrap().events, 2);
+    assert_eq!(store.events_since(at(0)).unwrap().len(), 1);
+    store.ping().unwrap();
+}

@@ -4,6 +4,7 @@ pub mod calibrate;
 pub mod cases;
 pub mod check;
 pub mod classify;
+pub mod config;
 pub mod external_decider;
 pub mod hint;
 pub mod pack;
@@ -11,6 +12,7 @@ pub mod replay;
 pub mod review;
 pub mod rules;
 pub mod run_loop;
+pub mod serve;
 pub mod simulate;
 pub mod strategies;
 

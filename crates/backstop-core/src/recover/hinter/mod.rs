@@ -281,7 +281,14 @@ impl Hinter {
         }
     }
 
-    /// A tool's breaker and budget, as they stand.
+    /// The tools seen so far (the most recent 1,024), by name.
+    pub fn tool_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.tools.iter().map(|(name, _)| name.clone()).collect();
+        names.sort();
+        names
+    }
+
+    /// A tool's breaker and budget as they stand at `now`, if the tool has been seen.
     pub fn tool_views(&self, tool: &str, now: Timestamp) -> Option<(BreakerView, BudgetView)> {
         self.tools
             .peek(tool)

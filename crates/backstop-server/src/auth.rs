@@ -1,0 +1,107 @@
+//! Who is asking: an API key (`Authorization: Bearer KEY`) names a caller and a role; the key is
+//! compared by its SHA-256, never stored.
+
+use std::sync::Arc;
+
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::config::{Role, hash_key};
+use crate::error::ApiError;
+use crate::state::{AppState, local_operator};
+
+/// The authenticated caller of a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// The caller id cases belong to.
+    pub id: String,
+    /// What it may do.
+    pub role: Role,
+}
+
+impl Caller {
+    /// Refuses anyone but an operator.
+    pub fn require_operator(&self, what: &str) -> Result<(), ApiError> {
+        if self.role == Role::Operator {
+            Ok(())
+        } else {
+            Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                format!(
+                    "only an operator may {what}; caller `{}` is an agent",
+                    self.id
+                ),
+            ))
+        }
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        parts
+            .extensions
+            .get::<Caller>()
+            .cloned()
+            .ok_or_else(|| ApiError::internal("a route ran without authentication", &"no caller"))
+    }
+}
+
+/// Authenticates the request, then applies the caller's rate limit.
+pub async fn authenticate(
+    State(state): State<Arc<AppState>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let caller = if state.is_open() {
+        local_operator()
+    } else {
+        let presented = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| {
+                v.strip_prefix("Bearer ")
+                    .or_else(|| v.strip_prefix("bearer "))
+            })
+            .map(str::trim);
+        let Some(key) = presented.filter(|k| !k.is_empty()) else {
+            return ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "send an API key as `Authorization: Bearer KEY`",
+            )
+            .into_response();
+        };
+        match state.keys.get(&hash_key(key)) {
+            Some(caller) => caller.clone(),
+            None => {
+                return ApiError::new(
+                    StatusCode::UNAUTHORIZED,
+                    "unauthorized",
+                    "the API key is not known",
+                )
+                .into_response();
+            }
+        }
+    };
+    if let Err(wait) = state.limiter.take(&caller.id) {
+        let mut error = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            format!(
+                "caller `{}` is over its request rate; retry after {wait} s",
+                caller.id
+            ),
+        );
+        error.retry_after = Some(wait);
+        return error.into_response();
+    }
+    request.extensions_mut().insert(caller);
+    next.run(request).await
+}

@@ -1,0 +1,141 @@
+//! What the service judges with: the packs by job and the classifier rules, loaded from the
+//! config's files and swapped whole on a reload.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use backstop_core::pack::{Pack, parse_pack};
+use backstop_core::{Issue, RuleSet};
+
+use crate::config::Config;
+
+/// Packs by job, and the classifier rules.
+#[derive(Debug)]
+pub struct Catalog {
+    /// The packs, by job.
+    pub packs: BTreeMap<String, Arc<Pack>>,
+    /// The classifier rules: the config's files in front of the built-in ones.
+    pub rules: RuleSet,
+    /// The pack files loaded, for the log.
+    pub pack_files: Vec<PathBuf>,
+}
+
+impl Catalog {
+    /// Loads every pack and rule file the config names; every issue has the file in its path.
+    pub fn load(config: &Config) -> Result<Catalog, Vec<Issue>> {
+        let mut issues = Vec::new();
+        let mut packs = BTreeMap::new();
+        let mut pack_files = Vec::new();
+        for file in pack_files_in(&config.packs, &mut issues) {
+            let origin = file.display().to_string();
+            let text = match std::fs::read_to_string(&file) {
+                Ok(text) => text,
+                Err(e) => {
+                    issues.push(Issue::new(
+                        origin,
+                        "unreadable",
+                        format!("cannot read: {e}"),
+                    ));
+                    continue;
+                }
+            };
+            match parse_pack(&text) {
+                Ok(pack) => {
+                    if packs.contains_key(&pack.job) {
+                        issues.push(Issue::new(
+                            format!("{origin}: job"),
+                            "duplicate_job",
+                            format!("another pack already names job `{}`", pack.job),
+                        ));
+                        continue;
+                    }
+                    packs.insert(pack.job.clone(), Arc::new(pack));
+                    pack_files.push(file);
+                }
+                Err(found) => issues.extend(found.into_iter().map(|issue| Issue {
+                    path: if issue.path.is_empty() {
+                        origin.clone()
+                    } else {
+                        format!("{origin}: {}", issue.path)
+                    },
+                    ..issue
+                })),
+            }
+        }
+        let mut files = Vec::new();
+        for path in &config.rules {
+            match std::fs::read_to_string(path) {
+                Ok(text) => files.push((path.display().to_string(), text)),
+                Err(e) => issues.push(Issue::new(
+                    path.display().to_string(),
+                    "unreadable",
+                    format!("cannot read the rules file: {e}"),
+                )),
+            }
+        }
+        let borrowed: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(o, t)| (o.as_str(), t.as_str()))
+            .collect();
+        let rules = match RuleSet::load(&borrowed) {
+            Ok(rules) => Some(rules),
+            Err(found) => {
+                issues.extend(found);
+                None
+            }
+        };
+        match rules {
+            Some(rules) if issues.is_empty() => Ok(Catalog {
+                packs,
+                rules,
+                pack_files,
+            }),
+            _ => Err(issues),
+        }
+    }
+}
+
+/// The pack files: each file named, and each directory's `*.toml` files in name order.
+fn pack_files_in(paths: &[PathBuf], issues: &mut Vec<Issue>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            match std::fs::read_dir(path) {
+                Ok(entries) => {
+                    let mut found: Vec<PathBuf> = entries
+                        .filter_map(Result::ok)
+                        .map(|e| e.path())
+                        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+                        .collect();
+                    found.sort();
+                    out.extend(found);
+                }
+                Err(e) => issues.push(Issue::new(
+                    path.display().to_string(),
+                    "unreadable",
+                    format!("cannot list the folder: {e}"),
+                )),
+            }
+        } else if path.exists() {
+            out.push(path.clone());
+        } else {
+            issues.push(Issue::new(
+                path.display().to_string(),
+                "not_found",
+                "no such pack file or folder",
+            ));
+        }
+    }
+    out
+}
+
+/// The default packs: `./packs` when it is a folder, so a fresh checkout serves its examples.
+pub fn default_packs() -> Vec<PathBuf> {
+    let here = Path::new("packs");
+    if here.is_dir() {
+        vec![here.to_path_buf()]
+    } else {
+        Vec::new()
+    }
+}

@@ -1,0 +1,74 @@
+//! Per-caller rate limits (a token bucket each) and the request timeout.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// Token buckets by caller.
+#[derive(Debug)]
+pub struct RateLimiter {
+    rate: f64,
+    burst: f64,
+    buckets: Mutex<HashMap<String, (f64, Instant)>>,
+}
+
+impl RateLimiter {
+    /// `rate` requests per second, `burst` at once.
+    pub fn new(rate: f64, burst: f64) -> Self {
+        Self {
+            rate,
+            burst,
+            buckets: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Takes one token for `caller`, or says how many whole seconds until one is there.
+    pub fn take(&self, caller: &str) -> Result<(), u64> {
+        let now = Instant::now();
+        let mut buckets = self
+            .buckets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (tokens, at) = buckets
+            .entry(caller.to_owned())
+            .or_insert((self.burst, now));
+        *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * self.rate).min(self.burst);
+        *at = now;
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            Ok(())
+        } else {
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let wait = ((1.0 - *tokens) / self.rate).ceil().max(1.0) as u64;
+            Err(wait)
+        }
+    }
+}
+
+/// Answers 503 with the refusal shape when a request takes longer than the configured timeout.
+pub async fn timeout(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    let limit = state.config.limits.timeout;
+    if let Ok(response) = tokio::time::timeout(limit, next.run(request)).await {
+        response
+    } else {
+        let mut error = ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "timeout",
+            format!(
+                "the request took longer than {} ms; an attempt is counted only if a result came \
+                 back, so send it again with the same execution_id",
+                limit.as_millis()
+            ),
+        );
+        error.retry_after = Some(1);
+        error.into_response()
+    }
+}

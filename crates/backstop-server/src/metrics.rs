@@ -1,0 +1,136 @@
+//! Counters for `/metrics`, in the Prometheus text format.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// The store latency buckets, in seconds.
+const BUCKETS: [f64; 8] = [
+    0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.05,
+];
+
+/// What the service counts.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    inner: Mutex<Counters>,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    requests: BTreeMap<(String, String, u16), u64>,
+    decisions: BTreeMap<String, u64>,
+    escalations: BTreeMap<String, u64>,
+    store_buckets: [u64; BUCKETS.len()],
+    store_count: u64,
+    store_sum: f64,
+}
+
+impl Metrics {
+    fn with(&self, f: impl FnOnce(&mut Counters)) {
+        let mut counters = self
+            .inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        f(&mut counters);
+    }
+
+    /// One request answered.
+    pub fn request(&self, method: &str, route: &str, status: u16) {
+        self.with(|c| {
+            *c.requests
+                .entry((method.to_owned(), route.to_owned(), status))
+                .or_default() += 1;
+        });
+    }
+
+    /// One counted decision, with its status and escalation trigger.
+    pub fn decision(&self, status: &str, trigger: Option<&str>) {
+        self.with(|c| {
+            *c.decisions.entry(status.to_owned()).or_default() += 1;
+            if let Some(trigger) = trigger {
+                *c.escalations.entry(trigger.to_owned()).or_default() += 1;
+            }
+        });
+    }
+
+    /// One store call's time.
+    pub fn store_latency(&self, took: Duration) {
+        let seconds = took.as_secs_f64();
+        self.with(|c| {
+            for (bucket, bound) in c.store_buckets.iter_mut().zip(BUCKETS) {
+                if seconds <= bound {
+                    *bucket += 1;
+                }
+            }
+            c.store_count += 1;
+            c.store_sum += seconds;
+        });
+    }
+
+    /// The text of `/metrics`; `breakers` is each tool's breaker state.
+    pub fn render(&self, breakers: &[(String, String)]) -> String {
+        let c = self
+            .inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "# HELP backstop_requests_total Requests answered, by route and status."
+        );
+        let _ = writeln!(out, "# TYPE backstop_requests_total counter");
+        for ((method, route, status), n) in &c.requests {
+            let _ = writeln!(
+                out,
+                "backstop_requests_total{{method=\"{method}\",route=\"{route}\",status=\"{status}\"}} {n}"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP backstop_decisions_total Counted attempts, by result status."
+        );
+        let _ = writeln!(out, "# TYPE backstop_decisions_total counter");
+        for (status, n) in &c.decisions {
+            let _ = writeln!(out, "backstop_decisions_total{{status=\"{status}\"}} {n}");
+        }
+        let _ = writeln!(
+            out,
+            "# HELP backstop_escalations_total Results carrying an escalation, by trigger."
+        );
+        let _ = writeln!(out, "# TYPE backstop_escalations_total counter");
+        for (trigger, n) in &c.escalations {
+            let _ = writeln!(
+                out,
+                "backstop_escalations_total{{trigger=\"{trigger}\"}} {n}"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP backstop_breaker_state Each tool's circuit breaker (1 in its state)."
+        );
+        let _ = writeln!(out, "# TYPE backstop_breaker_state gauge");
+        for (tool, state) in breakers {
+            let _ = writeln!(
+                out,
+                "backstop_breaker_state{{tool=\"{tool}\",state=\"{state}\"}} 1"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP backstop_store_seconds Time of each ledger call."
+        );
+        let _ = writeln!(out, "# TYPE backstop_store_seconds histogram");
+        for (bound, n) in BUCKETS.iter().zip(c.store_buckets) {
+            let _ = writeln!(out, "backstop_store_seconds_bucket{{le=\"{bound}\"}} {n}");
+        }
+        let _ = writeln!(
+            out,
+            "backstop_store_seconds_bucket{{le=\"+Inf\"}} {}",
+            c.store_count
+        );
+        let _ = writeln!(out, "backstop_store_seconds_sum {}", c.store_sum);
+        let _ = writeln!(out, "backstop_store_seconds_count {}", c.store_count);
+        out
+    }
+}

@@ -1,0 +1,105 @@
+//! The case level: `POST /v1/jobs/{job}/decisions` and `GET /v1/jobs/{job}/cases/{id}`.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use backstop_core::case::{identity::normalize_subject, parse_request};
+use backstop_core::pack::{IdentityMode, Pack};
+use backstop_store::{CaseRecord, Reply};
+use jiff::Timestamp;
+
+use crate::auth::Caller;
+use crate::body::JsonBody;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// One attempt on a case of `job`, for the authenticated caller.
+pub async fn decide(
+    State(state): State<Arc<AppState>>,
+    Path(job): Path<String>,
+    caller: Caller,
+    JsonBody(value): JsonBody,
+) -> Result<Response, ApiError> {
+    let pack = pack_for(&state, &job)?;
+    let request = parse_request(&pack, &caller.id, &value).map_err(ApiError::malformed)?;
+    let store = Arc::clone(&state.store);
+    let started = Instant::now();
+    let reply = tokio::task::spawn_blocking(move || {
+        store.decide(pack, &caller.id, request, Timestamp::now())
+    })
+    .await
+    .map_err(|e| ApiError::internal("a decision task failed", &e))?
+    .map_err(|e| ApiError::internal("the ledger failed", &e))?;
+    state.metrics.store_latency(started.elapsed());
+    match reply {
+        Reply::Counted(result) => {
+            let status = serde_json::to_value(result.status).unwrap_or_default();
+            let trigger = result
+                .escalation
+                .as_ref()
+                .and_then(|e| serde_json::to_value(e.trigger).ok());
+            state.metrics.decision(
+                status.as_str().unwrap_or_default(),
+                trigger.as_ref().and_then(|t| t.as_str()),
+            );
+            Ok(Json(result).into_response())
+        }
+        Reply::Replayed(stored) => {
+            Ok(([(header::CONTENT_TYPE, "application/json")], stored).into_response())
+        }
+        Reply::Refused(refusal) => Err(ApiError::refused(refusal)),
+    }
+}
+
+/// The caller's own case, with every kept attempt record and its review items.
+pub async fn show(
+    State(state): State<Arc<AppState>>,
+    Path((job, id)): Path<(String, String)>,
+    caller: Caller,
+) -> Result<Json<CaseRecord>, ApiError> {
+    let pack = pack_for(&state, &job)?;
+    // A subject named by id is looked up as the results name it: normalized.
+    let id = match pack.identity.mode {
+        IdentityMode::Id => normalize_subject(&id, pack.identity.match_rule).unwrap_or(id),
+        _ => id,
+    };
+    let store = Arc::clone(&state.store);
+    let found = {
+        let (job, id, caller) = (job.clone(), id.clone(), caller.id.clone());
+        tokio::task::spawn_blocking(move || store.case(&caller, &job, &id))
+            .await
+            .map_err(|e| ApiError::internal("a case lookup failed", &e))?
+            .map_err(|e| ApiError::internal("the ledger failed", &e))?
+    };
+    found.map(Json).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_case",
+            format!("caller `{}` has no case `{id}` on job `{job}`", caller.id),
+        )
+    })
+}
+
+/// The pack of `job`, or 404 `unknown_job` naming the jobs there are.
+fn pack_for(state: &AppState, job: &str) -> Result<Arc<Pack>, ApiError> {
+    let catalog = state.catalog();
+    catalog.packs.get(job).cloned().ok_or_else(|| {
+        let jobs: Vec<&str> = catalog.packs.keys().map(String::as_str).collect();
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_job",
+            format!(
+                "no pack is loaded for job `{job}`; loaded: {}",
+                if jobs.is_empty() {
+                    "none".to_owned()
+                } else {
+                    jobs.join(", ")
+                }
+            ),
+        )
+    })
+}

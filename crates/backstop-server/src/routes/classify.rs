@@ -1,0 +1,35 @@
+//! `POST /v1/classify`: a report in, a classification out.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Request, State};
+use backstop_core::classify::{Classification, classify as run_classify};
+use backstop_core::{Issue, Report};
+use jiff::Timestamp;
+
+use crate::body::raw_body;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// Classifies one report (the JSON `backstop classify` reads on stdin).
+pub async fn classify(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+) -> Result<Json<Classification>, ApiError> {
+    let bytes = raw_body(request, &()).await?;
+    let text = std::str::from_utf8(&bytes).map_err(|_| {
+        ApiError::malformed(vec![Issue::new(
+            "",
+            "bad_json",
+            "the body is not UTF-8 text",
+        )])
+    })?;
+    let report = Report::from_json(text).map_err(ApiError::malformed)?;
+    let catalog = state.catalog();
+    Ok(Json(run_classify(
+        &catalog.rules,
+        &report,
+        Timestamp::now(),
+    )))
+}

@@ -1,0 +1,82 @@
+//! The routes, one module per resource.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+
+use crate::auth::authenticate;
+use crate::error::ApiError;
+use crate::limits::timeout;
+use crate::state::AppState;
+
+pub mod cases;
+pub mod classify;
+pub mod health;
+pub mod recover;
+pub mod reviews;
+
+/// Every route, with authentication, limits and metrics.
+pub fn router(state: Arc<AppState>) -> Router {
+    let body_limit = state.config.limits.body_bytes;
+    let api = Router::new()
+        .route("/v1/classify", post(classify::classify))
+        .route("/v1/recover", post(recover::recover))
+        .route("/v1/outcomes", post(recover::outcomes))
+        .route("/v1/tools", get(recover::tools))
+        .route("/v1/grants", post(recover::grants))
+        .route("/v1/jobs/{job}/decisions", post(cases::decide))
+        .route("/v1/jobs/{job}/cases/{id}", get(cases::show))
+        .route("/v1/reviews", get(reviews::list))
+        .route("/v1/reviews/{id}/resolve", post(reviews::resolve))
+        .route_layer(middleware::from_fn_with_state(
+            Arc::clone(&state),
+            authenticate,
+        ));
+    Router::new()
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .route("/metrics", get(health::metrics))
+        .merge(api)
+        // A route layer sees the matched route pattern; unmatched requests are not counted.
+        .route_layer(middleware::from_fn_with_state(Arc::clone(&state), count))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::extract::DefaultBodyLimit::max(body_limit))
+        .layer(middleware::from_fn_with_state(Arc::clone(&state), timeout))
+        .with_state(state)
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        "no such route; see GET /openapi.json",
+    )
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this route does not take that method; see GET /openapi.json",
+    )
+}
+
+/// Counts every answer by method, route pattern and status.
+async fn count(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    let method = request.method().to_string();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let response = next.run(request).await.into_response();
+    state
+        .metrics
+        .request(&method, &route, response.status().as_u16());
+    response
+}

@@ -1,0 +1,236 @@
+//! The call level: `POST /v1/recover`, `POST /v1/outcomes`, `GET /v1/tools`, `POST /v1/grants`.
+//!
+//! Each call that changes the hinter is journaled in the store as it is applied, under the
+//! hinter's lock, so replaying the journal at start rebuilds the same counters.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use backstop_core::classify::{Classification, classify};
+use backstop_core::recover::{Context, Hinter, Step};
+use backstop_core::{Class, Issue, Report};
+use backstop_store::CallEvent;
+use jiff::Timestamp;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::auth::Caller;
+use crate::body::{JsonBody, typed};
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The longest task or tool name.
+const MAX_NAME_CHARS: usize = 200;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RecoverBody {
+    task: String,
+    report: Value,
+    #[serde(default)]
+    context: Option<Context>,
+}
+
+#[derive(Debug, Deserialize, serde::Serialize)]
+struct FailureEvent {
+    classification: Classification,
+    context: Context,
+}
+
+/// The next step after a failed call: classified, counted against the task, answered.
+pub async fn recover(
+    State(state): State<Arc<AppState>>,
+    _caller: Caller,
+    JsonBody(value): JsonBody,
+) -> Result<Json<Step>, ApiError> {
+    let body: RecoverBody = typed(value)?;
+    let mut issues = Vec::new();
+    check_name(&body.task, "task", &mut issues);
+    let report = match Report::from_json(&body.report.to_string()) {
+        Ok(report) => Some(report),
+        Err(found) => {
+            issues.extend(found.into_iter().map(|issue| Issue {
+                path: backstop_core::issue::join_path("report", &issue.path),
+                ..issue
+            }));
+            None
+        }
+    };
+    let Some(report) = report.filter(|_| issues.is_empty()) else {
+        return Err(ApiError::malformed(issues));
+    };
+    let given = body.context.unwrap_or_default();
+    let context = Context {
+        tool: given.tool.or_else(|| report.tool.clone()),
+        operation: given.operation.or_else(|| report.operation.clone()),
+        error: given.error.or_else(|| Some(report.summary())),
+        request: given.request,
+    };
+    let now = Timestamp::now();
+    let classification = classify(&state.catalog().rules, &report, now);
+    let mut hinter = lock(&state);
+    let step = hinter.next(&body.task, &classification, &context, now);
+    let event = FailureEvent {
+        classification,
+        context,
+    };
+    state.journal(&CallEvent {
+        at: now,
+        kind: "failure".to_owned(),
+        subject: body.task,
+        body: serde_json::to_string(&event).unwrap_or_default(),
+    });
+    Ok(Json(step))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OutcomeBody {
+    tool: String,
+    outcome: OutcomeKind,
+    #[serde(default)]
+    class: Option<Class>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, serde::Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum OutcomeKind {
+    Success,
+    Failure,
+}
+
+/// A call's outcome for a tool's breaker and budget: a success, or a failure of a class.
+pub async fn outcomes(
+    State(state): State<Arc<AppState>>,
+    _caller: Caller,
+    JsonBody(value): JsonBody,
+) -> Result<Json<Value>, ApiError> {
+    let body: OutcomeBody = typed(value)?;
+    let mut issues = Vec::new();
+    check_name(&body.tool, "tool", &mut issues);
+    if body.outcome == OutcomeKind::Success && body.class.is_some() {
+        issues.push(Issue::new("class", "unexpected", "a success has no class"));
+    }
+    if !issues.is_empty() {
+        return Err(ApiError::malformed(issues));
+    }
+    let class = body.class.unwrap_or(Class::Transient);
+    let now = Timestamp::now();
+    let mut hinter = lock(&state);
+    let kind = match body.outcome {
+        OutcomeKind::Success => {
+            hinter.record_success(&body.tool, now);
+            "success"
+        }
+        OutcomeKind::Failure => {
+            hinter.record_failure(&body.tool, class, now);
+            "tool_failure"
+        }
+    };
+    state.journal(&CallEvent {
+        at: now,
+        kind: kind.to_owned(),
+        subject: body.tool.clone(),
+        body: json!({"class": class}).to_string(),
+    });
+    let view = tool_view(&hinter, &body.tool, now);
+    Ok(Json(view))
+}
+
+/// Each tool's breaker and budget.
+pub async fn tools(State(state): State<Arc<AppState>>, _caller: Caller) -> Json<Value> {
+    let now = Timestamp::now();
+    let hinter = lock(&state);
+    let tools: Vec<Value> = hinter
+        .tool_names()
+        .iter()
+        .map(|tool| tool_view(&hinter, tool, now))
+        .collect();
+    Json(json!({"tools": tools}))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GrantBody {
+    task: String,
+}
+
+/// An operator grants one retry to a task's unclassified failure.
+pub async fn grants(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    JsonBody(value): JsonBody,
+) -> Result<Json<Value>, ApiError> {
+    caller.require_operator("grant a retry")?;
+    let body: GrantBody = typed(value)?;
+    let mut issues = Vec::new();
+    check_name(&body.task, "task", &mut issues);
+    if !issues.is_empty() {
+        return Err(ApiError::malformed(issues));
+    }
+    let now = Timestamp::now();
+    let mut hinter = lock(&state);
+    hinter.grant(&body.task);
+    state.journal(&CallEvent {
+        at: now,
+        kind: "grant".to_owned(),
+        subject: body.task.clone(),
+        body: json!({"by": caller.id}).to_string(),
+    });
+    Ok(Json(json!({
+        "task": body.task,
+        "granted": "one retry of the task's next unclassified failure",
+        "by": caller.id,
+    })))
+}
+
+/// Applies one journaled event to a hinter, as the route that journaled it did.
+pub fn apply_event(hinter: &mut Hinter, event: &CallEvent) {
+    match event.kind.as_str() {
+        "failure" => {
+            if let Ok(failure) = serde_json::from_str::<FailureEvent>(&event.body) {
+                hinter.next(
+                    &event.subject,
+                    &failure.classification,
+                    &failure.context,
+                    event.at,
+                );
+            }
+        }
+        "success" => hinter.record_success(&event.subject, event.at),
+        "tool_failure" => {
+            let class = serde_json::from_str::<Value>(&event.body)
+                .ok()
+                .and_then(|v| serde_json::from_value::<Class>(v["class"].clone()).ok())
+                .unwrap_or(Class::Transient);
+            hinter.record_failure(&event.subject, class, event.at);
+        }
+        "grant" => hinter.grant(&event.subject),
+        other => tracing::warn!(kind = other, "an unknown call event was skipped"),
+    }
+}
+
+fn tool_view(hinter: &Hinter, tool: &str, now: Timestamp) -> Value {
+    match hinter.tool_views(tool, now) {
+        Some((breaker, budget)) => json!({"tool": tool, "breaker": breaker, "budget": budget}),
+        None => json!({"tool": tool, "breaker": null, "budget": null}),
+    }
+}
+
+fn lock(state: &AppState) -> std::sync::MutexGuard<'_, Hinter> {
+    state
+        .hinter
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn check_name(name: &str, path: &str, issues: &mut Vec<Issue>) {
+    if name.trim().is_empty() || name.chars().count() > MAX_NAME_CHARS {
+        issues.push(Issue::new(
+            path,
+            "bad_name",
+            format!("`{path}` is 1 to {MAX_NAME_CHARS} characters, not blank"),
+        ));
+    }
+}

@@ -1,0 +1,150 @@
+//! Review items: `GET /v1/reviews` and `POST /v1/reviews/{id}/resolve` (operators only).
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use backstop_core::Issue;
+use backstop_store::{Resolution, ReviewFilter, ReviewItem, StoreError};
+use jiff::Timestamp;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::auth::Caller;
+use crate::body::{JsonBody, typed};
+use crate::config::Role;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The query of `GET /v1/reviews`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    /// `open` (default), `resolved` or `all`.
+    #[serde(default)]
+    status: Option<String>,
+    /// Only this job's items.
+    #[serde(default)]
+    job: Option<String>,
+    /// Operators only: only this caller's items.
+    #[serde(default)]
+    caller: Option<String>,
+    /// At most this many (default 100, at most 1,000).
+    #[serde(default)]
+    limit: Option<u32>,
+}
+
+/// Review items, newest first: an agent sees its own, an operator everyone's.
+pub async fn list(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Query(query) = query
+        .map_err(|e| ApiError::malformed(vec![Issue::new("query", "bad_query", e.body_text())]))?;
+    let mut issues = Vec::new();
+    let open = match query.status.as_deref() {
+        None | Some("open") => Some(true),
+        Some("resolved") => Some(false),
+        Some("all") => None,
+        Some(other) => {
+            issues.push(Issue::new(
+                "status",
+                "unknown_status",
+                format!("`{other}` is not open, resolved or all"),
+            ));
+            None
+        }
+    };
+    if query.limit.is_some_and(|l| l == 0 || l > 1000) {
+        issues.push(Issue::new("limit", "out_of_range", "limit is 1 to 1000"));
+    }
+    let owner = match caller.role {
+        Role::Operator => query.caller,
+        Role::Agent => {
+            if query.caller.as_ref().is_some_and(|c| *c != caller.id) {
+                issues.push(Issue::new(
+                    "caller",
+                    "forbidden",
+                    "an agent sees only its own review items",
+                ));
+            }
+            Some(caller.id.clone())
+        }
+    };
+    if !issues.is_empty() {
+        return Err(ApiError::malformed(issues));
+    }
+    let filter = ReviewFilter {
+        open,
+        job: query.job,
+        caller: owner,
+        limit: query.limit,
+    };
+    let store = Arc::clone(&state.store);
+    let items = tokio::task::spawn_blocking(move || store.reviews(&filter))
+        .await
+        .map_err(|e| ApiError::internal("a review listing failed", &e))?
+        .map_err(|e| ApiError::internal("the ledger failed", &e))?;
+    Ok(Json(json!({"reviews": items})))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResolveBody {
+    decision: String,
+    #[serde(default)]
+    note: Option<String>,
+}
+
+/// An operator resolves a review item; this ends the case's cycle.
+pub async fn resolve(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    caller: Caller,
+    JsonBody(value): JsonBody,
+) -> Result<Json<ReviewItem>, ApiError> {
+    caller.require_operator("resolve a review item")?;
+    let body: ResolveBody = typed(value)?;
+    let mut issues = Vec::new();
+    let id: Option<i64> = id.parse().ok();
+    if id.is_none() {
+        issues.push(Issue::new("id", "bad_id", "a review item id is a number"));
+    }
+    if body.decision.trim().is_empty() {
+        issues.push(Issue::new(
+            "decision",
+            "empty",
+            "`decision` must not be blank",
+        ));
+    }
+    let (Some(id), true) = (id, issues.is_empty()) else {
+        return Err(ApiError::malformed(issues));
+    };
+    let resolution = Resolution {
+        by: caller.id.clone(),
+        decision: body.decision,
+        note: body.note.filter(|n| !n.trim().is_empty()),
+    };
+    let store = Arc::clone(&state.store);
+    let resolved = tokio::task::spawn_blocking(move || {
+        store.resolve_review(id, &resolution, Timestamp::now())
+    })
+    .await
+    .map_err(|e| ApiError::internal("a resolution failed", &e))?;
+    match resolved {
+        Ok(item) => Ok(Json(item)),
+        Err(StoreError::NotFound(message)) => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_review",
+            message,
+        )),
+        Err(StoreError::Conflict(message)) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "already_resolved",
+            message,
+        )),
+        Err(e) => Err(ApiError::internal("the ledger failed", &e)),
+    }
+}

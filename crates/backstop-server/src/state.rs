@@ -1,0 +1,133 @@
+//! What every handler shares: the ledger, the loaded packs and rules, the hinter, the keys, the
+//! limiter and the metrics.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+
+use backstop_core::recover::{Hinter, HinterOptions, strategy::StrategyTable};
+use backstop_store::{CallEvent, Store};
+use jiff::{SignedDuration, Timestamp};
+
+use crate::auth::Caller;
+use crate::catalog::Catalog;
+use crate::config::{Config, Role};
+use crate::limits::RateLimiter;
+use crate::metrics::Metrics;
+
+/// The hinter's jitter seed: fixed, so replaying the journal gives the same delays.
+pub const HINTER_SEED: u64 = 0x6261_636b_7374_6f70;
+
+/// How far back the call journal is replayed into the hinter at start.
+pub const REPLAY_WINDOW: SignedDuration = SignedDuration::from_hours(24);
+
+/// The service's shared state.
+#[derive(Debug)]
+pub struct AppState {
+    /// The ledger.
+    pub store: Arc<dyn Store>,
+    /// Packs and rules; swapped whole on a reload.
+    pub catalog: RwLock<Arc<Catalog>>,
+    /// Per-task counters and per-tool health.
+    pub hinter: Mutex<Hinter>,
+    /// API key hashes to callers; empty when the service is open.
+    pub keys: HashMap<String, Caller>,
+    /// Request limits.
+    pub config: Config,
+    /// The config file, read again on a reload.
+    pub config_path: Option<PathBuf>,
+    /// Requests per caller.
+    pub limiter: RateLimiter,
+    /// Counters for `/metrics`.
+    pub metrics: Metrics,
+}
+
+impl AppState {
+    /// The state for `config`, with its catalog loaded, and the hinter rebuilt from the call
+    /// journal of the last 24 hours.
+    pub fn new(
+        config: Config,
+        config_path: Option<PathBuf>,
+        catalog: Catalog,
+        store: Arc<dyn Store>,
+        now: Timestamp,
+    ) -> Result<AppState, backstop_store::StoreError> {
+        let keys = config
+            .keys
+            .iter()
+            .map(|k| {
+                let caller = Caller {
+                    id: k.caller.clone(),
+                    role: k.role,
+                };
+                (k.hash.clone(), caller)
+            })
+            .collect();
+        let mut hinter = Hinter::new(
+            StrategyTable::builtin(),
+            HinterOptions { seed: HINTER_SEED },
+        );
+        let events = store.events_since(now - REPLAY_WINDOW)?;
+        let replayed = events.len();
+        for event in events {
+            crate::routes::recover::apply_event(&mut hinter, &event);
+        }
+        tracing::info!(events = replayed, "call journal replayed into the hinter");
+        Ok(AppState {
+            store,
+            catalog: RwLock::new(Arc::new(catalog)),
+            hinter: Mutex::new(hinter),
+            keys,
+            limiter: RateLimiter::new(config.limits.rate_per_second, config.limits.burst),
+            config,
+            config_path,
+            metrics: Metrics::default(),
+        })
+    }
+
+    /// Whether no keys are configured: every request is the local operator.
+    pub fn is_open(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// The current packs and rules.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        Arc::clone(
+            &self
+                .catalog
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
+    /// Loads the packs and rules again from the config file (or the start-up config); on any
+    /// issue the old ones stay and the issues are returned.
+    pub fn reload(&self) -> Result<usize, Vec<backstop_core::Issue>> {
+        let config = match &self.config_path {
+            Some(path) => Config::load(path)?,
+            None => self.config.clone(),
+        };
+        let catalog = Catalog::load(&config)?;
+        let count = catalog.packs.len();
+        *self
+            .catalog
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(catalog);
+        Ok(count)
+    }
+
+    /// Journals a call-level event; a failure to journal is logged, never fatal to the call.
+    pub fn journal(&self, event: &CallEvent) {
+        if let Err(e) = self.store.append_event(event) {
+            tracing::error!(error = %e, "could not journal a call event");
+        }
+    }
+}
+
+/// The caller every request is when no keys are configured.
+pub fn local_operator() -> Caller {
+    Caller {
+        id: "local".to_owned(),
+        role: Role::Operator,
+    }
+}

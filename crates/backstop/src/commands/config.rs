@@ -1,0 +1,70 @@
+//! `backstop config check|hash-key`.
+
+use std::io::{self, Read, Write};
+
+use backstop_core::Issue;
+use backstop_server::Config;
+use backstop_server::catalog::Catalog;
+use backstop_server::config::hash_key;
+use serde_json::json;
+
+use super::{EXIT_BAD_INPUT, EXIT_ISSUES, EXIT_OK};
+use crate::cli::{ConfigCheckArgs, HashKeyArgs};
+use crate::output;
+
+/// Checks a config and every file it names.
+pub fn check(args: &ConfigCheckArgs, out: &mut impl Write) -> io::Result<u8> {
+    let origin = args.file.display().to_string();
+    let (issues, unreadable) = match Config::load(&args.file) {
+        Ok(config) => {
+            let mut issues = Catalog::load(&config).err().unwrap_or_default();
+            if config.keys.is_empty() && !config.listen.ip().is_loopback() {
+                issues.push(Issue::new(
+                    "listen",
+                    "open_and_exposed",
+                    "no [[keys]]: an open service listens on loopback only",
+                ));
+            }
+            (issues, false)
+        }
+        Err(issues) => {
+            let unreadable = issues.iter().any(|i| i.code == "unreadable");
+            (issues, unreadable)
+        }
+    };
+    if args.json {
+        output::json_line(
+            out,
+            &json!({"file": origin, "ok": issues.is_empty(), "issues": issues}),
+        )?;
+    } else if issues.is_empty() {
+        writeln!(out, "{origin}: ok")?;
+    } else {
+        let noun = if issues.len() == 1 { "issue" } else { "issues" };
+        output::issues_human(out, &format!("{origin}: {} {noun}", issues.len()), &issues)?;
+    }
+    Ok(if unreadable {
+        EXIT_BAD_INPUT
+    } else if issues.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_ISSUES
+    })
+}
+
+/// Prints the SHA-256 of a key.
+pub fn hash(args: &HashKeyArgs, input: &mut impl Read, out: &mut impl Write) -> io::Result<u8> {
+    let key = if let Some(key) = &args.key {
+        key.clone()
+    } else {
+        let mut text = String::new();
+        input.read_to_string(&mut text)?;
+        text.trim_end_matches(['\n', '\r']).to_owned()
+    };
+    if key.trim().is_empty() {
+        writeln!(out, "backstop: an API key must not be empty")?;
+        return Ok(EXIT_BAD_INPUT);
+    }
+    writeln!(out, "{}", hash_key(&key))?;
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,173 @@
+//! `backstop serve`: the HTTP service.
+
+use std::io::{self, Write};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use backstop_core::Issue;
+use backstop_server::catalog::{Catalog, default_packs};
+use backstop_server::{AppState, Config};
+use backstop_store::SqliteStore;
+use jiff::Timestamp;
+
+use super::{EXIT_ISSUES, EXIT_OK};
+use crate::cli::ServeArgs;
+use crate::output;
+use crate::settings::OutputMode;
+
+/// Runs the service until SIGTERM or Ctrl-C.
+pub fn run(args: &ServeArgs, out: &mut impl Write, err: &mut impl Write) -> io::Result<u8> {
+    let (config, issues) = resolve(args);
+    if !issues.is_empty() {
+        return output::refuse_command(OutputMode::Human, &issues, out, err);
+    }
+    let catalog = match Catalog::load(&config) {
+        Ok(catalog) => catalog,
+        Err(issues) => return output::refuse_command(OutputMode::Human, &issues, out, err),
+    };
+    let store = match SqliteStore::open(&config.db) {
+        Ok(store) => store,
+        Err(e) => {
+            writeln!(err, "backstop: --db {}: {e}", config.db.display())?;
+            return Ok(EXIT_ISSUES);
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let listener = match tokio::net::TcpListener::bind(config.listen).await {
+            Ok(listener) => listener,
+            Err(e) => {
+                writeln!(err, "backstop: cannot listen on {}: {e}", config.listen)?;
+                return Ok(EXIT_ISSUES);
+            }
+        };
+        let address = listener.local_addr()?;
+        let jobs: Vec<String> = catalog.packs.keys().cloned().collect();
+        let open = config.keys.is_empty();
+        let db = config.db.clone();
+        let state = match AppState::new(
+            config,
+            args.config.clone(),
+            catalog,
+            Arc::new(store),
+            Timestamp::now(),
+        ) {
+            Ok(state) => Arc::new(state),
+            Err(e) => {
+                writeln!(err, "backstop: the ledger failed: {e}")?;
+                return Ok(EXIT_ISSUES);
+            }
+        };
+        writeln!(
+            err,
+            "backstop: listening on http://{address} (ledger {}, jobs: {}{})",
+            db.display(),
+            if jobs.is_empty() {
+                "none".to_owned()
+            } else {
+                jobs.join(", ")
+            },
+            if open {
+                "; open: no API keys, loopback only"
+            } else {
+                ""
+            }
+        )?;
+        tracing::info!(%address, jobs = ?jobs, open, "listening");
+        tokio::spawn(reload_on_hangup(Arc::clone(&state)));
+        backstop_server::serve(listener, state, shutdown_signal()).await?;
+        tracing::info!("stopped");
+        Ok(EXIT_OK)
+    })
+}
+
+/// The config the flags, the environment and the file give, with every issue.
+fn resolve(args: &ServeArgs) -> (Config, Vec<Issue>) {
+    let mut issues = Vec::new();
+    let mut config = match &args.config {
+        Some(path) => Config::load(path).unwrap_or_else(|found| {
+            let origin = format!("--config {}", path.display());
+            issues.extend(found.into_iter().map(|issue| Issue {
+                path: if issue.path.is_empty() {
+                    origin.clone()
+                } else {
+                    format!("{origin}: {}", issue.path)
+                },
+                ..issue
+            }));
+            Config::default()
+        }),
+        None => Config {
+            packs: default_packs(),
+            ..Config::default()
+        },
+    };
+    if let Some(listen) = &args.listen {
+        match listen.parse::<SocketAddr>() {
+            Ok(address) => config.listen = address,
+            Err(_) => issues.push(Issue::new(
+                "--listen",
+                "bad_address",
+                format!("`{listen}` is not an address like 127.0.0.1:7600"),
+            )),
+        }
+    }
+    if let Some(db) = &args.db {
+        config.db.clone_from(db);
+    }
+    if config.keys.is_empty() && !config.listen.ip().is_loopback() {
+        issues.push(Issue::new(
+            "--listen",
+            "open_and_exposed",
+            format!(
+                "no API keys are configured, so the service is open; it listens on loopback \
+                 only, not on {} (add [[keys]] to the config, or listen on 127.0.0.1)",
+                config.listen
+            ),
+        ));
+    }
+    (config, issues)
+}
+
+/// Reloads packs and rules on every SIGHUP; a bad reload keeps the old ones.
+async fn reload_on_hangup(state: Arc<AppState>) {
+    let Ok(mut hangups) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+    else {
+        tracing::warn!("cannot listen for SIGHUP: no reloads");
+        return;
+    };
+    while hangups.recv().await.is_some() {
+        let reloading = Arc::clone(&state);
+        let outcome = tokio::task::spawn_blocking(move || reloading.reload()).await;
+        match outcome {
+            Ok(Ok(jobs)) => tracing::warn!(jobs, "reloaded packs and rules"),
+            Ok(Err(issues)) => {
+                let listed: Vec<String> = issues.iter().map(ToString::to_string).collect();
+                tracing::error!(
+                    issues = %listed.join("; "),
+                    "reload refused; the packs and rules loaded before stay"
+                );
+            }
+            Err(e) => tracing::error!(error = %e, "reload failed; nothing changed"),
+        }
+    }
+}
+
+/// Completes on SIGTERM or Ctrl-C.
+async fn shutdown_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {},
+        () = terminate => {},
+    }
+    tracing::warn!("stopping: finishing the requests in flight");
+}
