@@ -1,0 +1,98 @@
+//! The call level: classify, recover, outcomes, tools, grants; state that survives a restart.
+
+use serde_json::json;
+
+use crate::support::{AGENT_A, OPERATOR, start, start_config};
+
+#[test]
+fn classify_takes_a_report_as_the_cli_does() {
+    let server = start();
+    let answer = server.post(
+        "/v1/classify",
+        Some(AGENT_A),
+        &json!({"http_status": 429, "headers": {"Retry-After": "2"}}),
+    );
+    assert_eq!(answer.status, 200);
+    assert_eq!(answer.json()["class"], "rate_limited");
+    assert_eq!(answer.json()["retry_after_ms"], 2000);
+    let bad = server.post(
+        "/v1/classify",
+        Some(AGENT_A),
+        &json!({"http_status": "x", "colour": 1}),
+    );
+    assert_eq!((bad.status, bad.refused()), (400, "malformed".to_owned()));
+}
+
+#[test]
+fn recover_counts_per_task_and_outcomes_feed_the_tools() {
+    let server = start();
+    let body = json!({"task": "t1", "report": {"http_status": 503}, "context": {"tool": "search"}});
+    let first = server.post("/v1/recover", Some(AGENT_A), &body).json();
+    assert_eq!(first["action"], "retry_same");
+    assert_eq!(first["attempts"]["class_used"], 1);
+    let second = server.post("/v1/recover", Some(AGENT_A), &body).json();
+    assert_eq!(second["attempts"]["class_used"], 2);
+    let outcome = server.post(
+        "/v1/outcomes",
+        Some(AGENT_A),
+        &json!({"tool": "search", "outcome": "success"}),
+    );
+    assert_eq!(outcome.status, 200);
+    let tools = server.get("/v1/tools", Some(AGENT_A)).json();
+    assert_eq!(tools["tools"][0]["tool"], "search");
+    assert_eq!(tools["tools"][0]["breaker"]["state"], "closed");
+    let bad = server.post(
+        "/v1/recover",
+        Some(AGENT_A),
+        &json!({"task": "", "report": {}}),
+    );
+    assert_eq!(bad.refused(), "malformed");
+    let unknown = server.post(
+        "/v1/outcomes",
+        Some(AGENT_A),
+        &json!({"tool": "search", "outcome": "maybe"}),
+    );
+    assert_eq!(unknown.refused(), "malformed");
+}
+
+#[test]
+fn a_policy_denial_stops_the_task_over_http() {
+    let server = start();
+    let denied = json!({"task": "t2", "report": {"http_status": 403, "error_code": "content_policy_violation"}});
+    let step = server.post("/v1/recover", Some(AGENT_A), &denied).json();
+    assert_eq!(step["class"], "policy_denied");
+    assert_eq!(step["action"], "stop");
+    let later = json!({"task": "t2", "report": {"http_status": 503}});
+    assert_eq!(
+        server.post("/v1/recover", Some(AGENT_A), &later).json()["action"],
+        "stop"
+    );
+}
+
+#[test]
+fn task_state_survives_a_restart() {
+    let server = start();
+    let body = json!({"task": "t1", "report": {"http_status": 503}, "context": {"tool": "search"}});
+    server.post("/v1/recover", Some(AGENT_A), &body);
+    server.post("/v1/recover", Some(AGENT_A), &body);
+    server.post("/v1/grants", Some(OPERATOR), &json!({"task": "t9"}));
+    // A second server on the same ledger, the first one still holding its files.
+    let dir = crate::support::packs_dir();
+    let mut config = backstop_server::Config {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        db: server.dir.join("ledger.db"),
+        packs: vec![dir],
+        ..backstop_server::Config::default()
+    };
+    config.keys = vec![crate::support::key(
+        AGENT_A,
+        "agent-a",
+        backstop_server::config::Role::Agent,
+    )];
+    let scratch =
+        std::env::temp_dir().join(format!("backstop-http-restart-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).unwrap();
+    let restarted = start_config(config, None, scratch);
+    let third = restarted.post("/v1/recover", Some(AGENT_A), &body).json();
+    assert_eq!(third["attempts"]["class_used"], 3, "{third}");
+}

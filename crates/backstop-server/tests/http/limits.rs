@@ -1,0 +1,92 @@
+//! Body size, rate limits, metrics and reloads.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::support::{AGENT_A, AGENT_B, start_with, vendor};
+
+#[test]
+fn a_body_over_the_limit_is_413_in_the_refusal_shape() {
+    let server = start_with(|config| config.limits.body_bytes = 4096);
+    let big = json!({"message": "x".repeat(5000)});
+    let answer = server.post("/v1/classify", Some(AGENT_A), &big);
+    assert_eq!(
+        (answer.status, answer.refused()),
+        (413, "too_large".to_owned())
+    );
+    let small = server.post("/v1/classify", Some(AGENT_A), &json!({"http_status": 503}));
+    assert_eq!(small.status, 200);
+}
+
+#[test]
+fn a_caller_over_its_rate_gets_429_with_retry_after_and_others_do_not() {
+    let server = start_with(|config| {
+        config.limits.rate_per_second = 0.5;
+        config.limits.burst = 3.0;
+    });
+    let body = json!({"http_status": 503});
+    for _ in 0..3 {
+        assert_eq!(
+            server.post("/v1/classify", Some(AGENT_A), &body).status,
+            200
+        );
+    }
+    let over = server.post("/v1/classify", Some(AGENT_A), &body);
+    assert_eq!(
+        (over.status, over.refused()),
+        (429, "rate_limited".to_owned())
+    );
+    let wait: u64 = over.retry_after.unwrap().parse().unwrap();
+    assert!((1..=2).contains(&wait), "{wait}");
+    assert_eq!(
+        server.post("/v1/classify", Some(AGENT_B), &body).status,
+        200
+    );
+}
+
+#[test]
+fn a_request_past_the_timeout_is_503_in_the_refusal_shape() {
+    use std::io::{Read, Write};
+    let server = start_with(|config| config.limits.timeout = Duration::from_millis(200));
+    // A client that sends half its body, then stalls.
+    let mut stream = std::net::TcpStream::connect(server.address).unwrap();
+    let head = format!(
+        "POST /v1/classify HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {AGENT_A}\r\n\
+         Content-Type: application/json\r\nContent-Length: 40\r\nConnection: close\r\n\r\n\
+         {{\"http_status\":"
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains("\"code\":\"timeout\""), "{answer}");
+}
+
+#[test]
+fn metrics_count_requests_decisions_escalations_and_breakers() {
+    let server = start_with(|_| {});
+    server.post(
+        "/v1/jobs/vendor-risk/decisions",
+        Some(AGENT_A),
+        &vendor("e1", "m.com", "I think so."),
+    );
+    server.post(
+        "/v1/recover",
+        Some(AGENT_A),
+        &json!({"task": "t", "report": {"http_status": 503}, "context": {"tool": "search"}}),
+    );
+    let text = server.get("/metrics", None).text;
+    for line in [
+        "backstop_requests_total{method=\"POST\",route=\"/v1/jobs/{job}/decisions\",status=\"200\"} 1",
+        "backstop_decisions_total{status=\"undecided\"} 1",
+        "backstop_escalations_total{trigger=\"unresolved\"} 1",
+        "backstop_breaker_state{tool=\"search\",state=\"closed\"} 1",
+        "backstop_store_seconds_count 1",
+    ] {
+        assert!(text.contains(line), "{line} missing from\n{text}");
+    }
+}

@@ -1,0 +1,221 @@
+//! A server per test, and a small client.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use backstop_server::catalog::Catalog;
+use backstop_server::config::{ApiKey, Limits, Role, hash_key};
+use backstop_server::{AppState, Config};
+use backstop_store::SqliteStore;
+use serde_json::Value;
+
+/// The agent's key (caller `agent-a`), another agent's (`agent-b`) and the operator's.
+pub const AGENT_A: &str = "key-agent-a";
+pub const AGENT_B: &str = "key-agent-b";
+pub const OPERATOR: &str = "key-operator";
+
+/// A running server; stopped when dropped.
+#[derive(Debug)]
+pub struct Server {
+    pub address: SocketAddr,
+    pub dir: PathBuf,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn temp_dir() -> PathBuf {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "backstop-http-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The repository's `packs/` folder.
+pub fn packs_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../packs")
+}
+
+/// A server with the shipped packs and three keys.
+pub fn start() -> Server {
+    start_with(|_| {})
+}
+
+/// A server with the shipped packs, three keys, and `change` applied to its config.
+pub fn start_with(change: impl FnOnce(&mut Config)) -> Server {
+    let dir = temp_dir();
+    let mut config = Config {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        db: dir.join("ledger.db"),
+        packs: vec![packs_dir()],
+        rules: Vec::new(),
+        limits: Limits::default(),
+        keys: vec![
+            key(AGENT_A, "agent-a", Role::Agent),
+            key(AGENT_B, "agent-b", Role::Agent),
+            key(OPERATOR, "dana", Role::Operator),
+        ],
+    };
+    change(&mut config);
+    start_config(config, None, dir)
+}
+
+/// A server for `config`; `config_path` is what a reload reads.
+pub fn start_config(config: Config, config_path: Option<PathBuf>, dir: PathBuf) -> Server {
+    let catalog = Catalog::load(&config).unwrap_or_else(|issues| panic!("{issues:?}"));
+    let store = Arc::new(SqliteStore::open(&config.db).unwrap());
+    let state = Arc::new(
+        AppState::new(config, config_path, catalog, store, jiff::Timestamp::now()).unwrap(),
+    );
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let (ready, address) = std::sync::mpsc::channel();
+    let thread = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            ready.send(listener.local_addr().unwrap()).unwrap();
+            backstop_server::serve(listener, state, async {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap();
+        });
+    });
+    Server {
+        address: address.recv().unwrap(),
+        dir,
+        stop: Some(stop),
+        thread: Some(thread),
+    }
+}
+
+pub fn key(plain: &str, caller: &str, role: Role) -> ApiKey {
+    ApiKey {
+        hash: hash_key(plain),
+        caller: caller.to_owned(),
+        role,
+    }
+}
+
+/// One answer: status, headers we look at, and the body as JSON (or text).
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub retry_after: Option<String>,
+    pub content_type: String,
+    pub text: String,
+}
+
+impl Answer {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.text).unwrap_or_else(|e| panic!("{e}: {}", self.text))
+    }
+
+    /// The refusal code, checking the one refusal shape on the way.
+    pub fn refused(&self) -> String {
+        let body = self.json();
+        let error = body["error"]
+            .as_object()
+            .unwrap_or_else(|| panic!("not a refusal: {body}"));
+        assert!(
+            error["message"].as_str().is_some_and(|m| !m.is_empty()),
+            "{body}"
+        );
+        assert!(error["issues"].is_array(), "{body}");
+        error["code"].as_str().unwrap().to_owned()
+    }
+}
+
+impl Server {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.address)
+    }
+
+    /// `METHOD path` with an optional key and body.
+    pub fn call(&self, method: &str, path: &str, key: Option<&str>, body: Option<&str>) -> Answer {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let url = self.url(path);
+        let auth = key.map(|k| format!("Bearer {k}"));
+        let response = match (method, body) {
+            ("GET", _) => {
+                let mut request = agent.get(&url);
+                if let Some(auth) = &auth {
+                    request = request.header("Authorization", auth);
+                }
+                request.call()
+            }
+            (_, body) => {
+                let mut request = match method {
+                    "POST" => agent.post(&url),
+                    "PUT" => agent.put(&url),
+                    other => panic!("method {other}"),
+                };
+                request = request.header("Content-Type", "application/json");
+                if let Some(auth) = &auth {
+                    request = request.header("Authorization", auth);
+                }
+                request.send(body.unwrap_or_default())
+            }
+        };
+        let mut response = response.unwrap();
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let retry_after = header("retry-after");
+        let content_type = header("content-type").unwrap_or_default();
+        Answer {
+            status: response.status().as_u16(),
+            retry_after,
+            content_type,
+            text: response.body_mut().read_to_string().unwrap_or_default(),
+        }
+    }
+
+    pub fn get(&self, path: &str, key: Option<&str>) -> Answer {
+        self.call("GET", path, key, None)
+    }
+
+    pub fn post(&self, path: &str, key: Option<&str>, body: &Value) -> Answer {
+        self.call("POST", path, key, Some(&body.to_string()))
+    }
+}
+
+/// A vendor-risk request; `text` is the one `data_access` excerpt.
+pub fn vendor(execution: &str, case: &str, text: &str) -> Value {
+    serde_json::json!({
+        "execution_id": execution,
+        "case": {"id": case},
+        "questions": {"data_access": {"excerpts": [
+            {"source": "dpa.pdf", "locator": format!("§{execution}"), "text": text}
+        ]}},
+        "related": {"counterparty": {"id": "acct-991"}},
+    })
+}
