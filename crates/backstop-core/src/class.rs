@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 /// What kind of failure a call met. The set is fixed; see `docs/rules.md`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum Class {
     /// A failure that may pass on its own: a timeout, a 5xx, a reset connection.
     Transient,

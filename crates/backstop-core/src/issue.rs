@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 /// A problem at one place in an input (a report, a rule file, a pack).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Issue {
     /// Where: a dotted path into the input (`rules[3].when.message`), or `""` for the whole.
     pub path: String,

@@ -16,6 +16,7 @@ use crate::issue::{Issue, serde_path};
 /// What an agent observed about one failed call. Every field is optional; at least one is needed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Report {
     /// The dependency that was called.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -28,15 +29,18 @@ pub struct Report {
     pub http_status: Option<u16>,
     /// Response headers; names are case-insensitive and kept lower-cased.
     #[serde(default, skip_serializing_if = "Headers::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(value_type = std::collections::BTreeMap<String, String>))]
     pub headers: Headers,
     /// A gRPC status code, kept as its canonical name (`UNAVAILABLE`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub grpc_code: Option<GrpcCode>,
     /// A process exit status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i64>,
     /// The signal that ended a process, kept as its canonical name (`SIGKILL`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub signal: Option<Signal>,
     /// A POSIX errno name (`ECONNRESET`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -75,6 +79,7 @@ pub struct Report {
 /// How many of a call's side effects happened out of how many it meant to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SideEffects {
     /// Side effects that happened.
     pub done: u64,

@@ -101,6 +101,7 @@ pub enum Reply {
 
 /// A case and what is kept of it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CaseRecord {
     /// The caller who owns it.
     pub caller: String,
@@ -122,6 +123,7 @@ pub struct CaseRecord {
 
 /// An attempt record with the cycle it counted in.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CycleAttempt {
     /// The cycle.
     pub cycle: u32,
@@ -145,6 +147,7 @@ pub struct ReviewFilter {
 
 /// A review item: a held case waiting for a person.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReviewItem {
     /// Its id.
     pub id: i64,
@@ -172,6 +175,7 @@ pub struct ReviewItem {
 
 /// How a review item was resolved.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ResolvedBy {
     /// When.
     pub at: Timestamp,

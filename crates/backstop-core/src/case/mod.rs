@@ -22,7 +22,11 @@ mod request;
 mod result;
 
 pub use attempt::attempt;
-pub use request::{CaseLookup, MAX_EXECUTION_ID_CHARS, RelatedRecord, Request, parse_request};
+pub use request::{
+    CaseLookup, MAX_EXECUTION_ID_CHARS, REQUEST_FIELDS, RelatedRecord, Request, parse_request,
+};
+#[cfg(feature = "openapi")]
+pub use request::{CaseName, EvidenceBody, ExcerptBody, RelatedBody, RequestBody};
 pub use result::{
     AnswerView, AttemptsView, CaseView, DecisionResult, EscalationView, Next, Refusal, RefusalBody,
     ResultStatus, RetryGuidance, Trigger,
@@ -60,6 +64,7 @@ pub struct StoredExecution {
 
 /// What is kept of one attempt: question keys, sources, locators and hashes, never text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AttemptRecord {
     /// The attempt's number in its cycle, from 1.
     pub number: u32,
@@ -85,6 +90,7 @@ pub struct AttemptRecord {
 
 /// One cited excerpt: where it was and a hash of its text.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Citation {
     /// The question key or related kind it was sent under.
     pub under: String,

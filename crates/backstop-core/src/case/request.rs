@@ -17,7 +17,8 @@ use crate::pack::{IdentityMode, Judge, Pack};
 /// The longest `execution_id`, in characters.
 pub const MAX_EXECUTION_ID_CHARS: usize = 200;
 
-const TOP_FIELDS: [&str; 6] = [
+/// The fields a request may have; any other makes it malformed.
+pub const REQUEST_FIELDS: [&str; 6] = [
     "execution_id",
     "case",
     "questions",
@@ -25,6 +26,74 @@ const TOP_FIELDS: [&str; 6] = [
     "confidence",
     "source_status",
 ];
+
+/// The request's wire shape, for the OpenAPI document only: [`parse_request`] reads the JSON
+/// by hand so that it can list every issue at once. A test checks the two name the same fields.
+#[cfg(feature = "openapi")]
+#[derive(Debug, utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct RequestBody {
+    /// One id per attempt; the same id on a resend.
+    execution_id: String,
+    /// `{"id": ...}` (id mode, and issued mode after the first result) or `{"fields": {...}}`
+    /// (fields mode); absent in content mode and on an issued-mode first request.
+    case: Option<CaseName>,
+    /// Evidence by question key: `excerpts` for quotes questions, `value` for value questions.
+    questions: Option<std::collections::BTreeMap<String, EvidenceBody>>,
+    /// Related records by kind.
+    related: Option<std::collections::BTreeMap<String, RelatedBody>>,
+    /// 0 to 1; below the pack's minimum a decision is held.
+    confidence: Option<f64>,
+    /// Anything but `completed` decides nothing.
+    source_status: Option<String>,
+}
+
+/// How a request names its case (OpenAPI only).
+#[cfg(feature = "openapi")]
+#[derive(Debug, utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct CaseName {
+    /// The case id.
+    id: Option<String>,
+    /// The identity fields.
+    fields: Option<std::collections::BTreeMap<String, String>>,
+}
+
+/// One question's evidence (OpenAPI only).
+#[cfg(feature = "openapi")]
+#[derive(Debug, utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct EvidenceBody {
+    /// Quoted passages.
+    excerpts: Option<Vec<ExcerptBody>>,
+    /// A structured value naming one of the question's answers.
+    #[schema(value_type = Option<Object>)]
+    value: Option<serde_json::Value>,
+}
+
+/// One excerpt (OpenAPI only).
+#[cfg(feature = "openapi")]
+#[derive(Debug, utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct ExcerptBody {
+    /// The document.
+    source: String,
+    /// Where in it.
+    locator: String,
+    /// The quoted text; never stored.
+    text: String,
+}
+
+/// A related record (OpenAPI only).
+#[cfg(feature = "openapi")]
+#[derive(Debug, utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct RelatedBody {
+    /// Its id.
+    id: String,
+    /// Quotes about it.
+    excerpts: Option<Vec<ExcerptBody>>,
+}
 
 /// A well-formed decision request.
 #[derive(Debug, Clone)]
@@ -112,7 +181,7 @@ pub fn parse_request(pack: &Pack, caller: &str, body: &Value) -> Result<Request,
             format!("a request is a JSON object, not {}", kind_of(body)),
         )]);
     };
-    unknown_fields(top, "", &TOP_FIELDS, &mut issues);
+    unknown_fields(top, "", &REQUEST_FIELDS, &mut issues);
     let execution_id = execution_id(top.get("execution_id"), &mut issues);
     let questions = questions(pack, top.get("questions"), &mut issues);
     let related = related(pack, top.get("related"), &mut issues);

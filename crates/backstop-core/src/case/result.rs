@@ -10,6 +10,7 @@ use crate::judge::NotUsed;
 /// How a case stands after an attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum ResultStatus {
     /// A rule gave a decision.
     Decided,
@@ -24,6 +25,7 @@ pub enum ResultStatus {
 /// What the agent does after this result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum Next {
     /// Ask again, following `retry`.
     Retry,
@@ -34,6 +36,7 @@ pub enum Next {
 /// Why an escalation is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum Trigger {
     /// Undecided, and the agent may still retry.
     Unresolved,
@@ -47,6 +50,7 @@ pub enum Trigger {
 
 /// The result of one attempt, as `PACKS.md` fixes it (with `effects` and `reason` added).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DecisionResult {
     /// `decided`, `held`, `undecided` or `gap`.
     pub status: ResultStatus,
@@ -75,6 +79,7 @@ pub struct DecisionResult {
 
 /// The case, as a result names it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CaseView {
     /// The normalized case id: send it back on every retry.
     pub id: String,
@@ -85,6 +90,7 @@ pub struct CaseView {
 
 /// `attempts` of a result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AttemptsView {
     /// Attempts made on the case in this cycle, this one included.
     pub used: u32,
@@ -96,6 +102,7 @@ pub struct AttemptsView {
 
 /// What to fix for one open question.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RetryGuidance {
     /// What to change.
     pub fix: String,
@@ -111,6 +118,7 @@ pub struct RetryGuidance {
 
 /// One answer a question may have.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AnswerView {
     /// The answer.
     pub value: String,
@@ -120,6 +128,7 @@ pub struct AnswerView {
 
 /// A named hand-off.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EscalationView {
     /// The pack's escalation id: report it exactly.
     pub id: String,
@@ -136,6 +145,7 @@ pub struct EscalationView {
 
 /// A request refused before anything ran: `{"error": {...}}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Refusal {
     /// The refusal itself.
     pub error: RefusalBody,
@@ -143,6 +153,7 @@ pub struct Refusal {
 
 /// The body of a refusal.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RefusalBody {
     /// `malformed`, `attempt_limit_reached`, `issued_case_limit`, `execution_id_conflict`,
     /// `case_in_review`, `unknown_case`, `unknown_job`.

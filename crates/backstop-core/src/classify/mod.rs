@@ -46,6 +46,7 @@ pub const TEXT_CAP: usize = 4096;
 
 /// What backstop concluded about one failed call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Classification {
     /// The failure class.
     pub class: Class,
@@ -65,6 +66,7 @@ pub struct Classification {
 
 /// One piece of evidence: a report field, its value, and the rule or note it bears on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Evidence {
     /// A path into the report (`http_status`, `headers.retry-after`, `output/items/1`).
     pub field: String,

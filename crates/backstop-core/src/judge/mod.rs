@@ -43,6 +43,7 @@ pub struct QuestionEvidence {
 /// Why an excerpt was not used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum Why {
     /// It contains one of the pack's hedge phrases.
     Hedged,
@@ -56,6 +57,7 @@ pub enum Why {
 
 /// One excerpt that was not used, by its position in the question's excerpt list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NotUsed {
     /// Its index in the question's excerpt list.
     pub position: usize,

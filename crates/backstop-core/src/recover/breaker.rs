@@ -99,6 +99,7 @@ impl BreakerConfig {
 /// Where a breaker stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum BreakerState {
     /// Calls go; outcomes are counted.
     Closed,
@@ -126,6 +127,7 @@ pub enum Admission {
 
 /// A breaker as a report shows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct BreakerView {
     /// Where it stands now.
     pub state: BreakerState,

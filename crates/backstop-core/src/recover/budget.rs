@@ -79,6 +79,7 @@ impl BudgetConfig {
 
 /// A budget as a report shows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct BudgetView {
     /// Tokens held now.
     pub tokens: f64,

@@ -7,18 +7,38 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use jiff::Timestamp;
-use serde_json::{Value, json};
 
 use crate::error::ApiError;
 use crate::state::AppState;
 
 /// The process is up.
-pub async fn healthz() -> Json<Value> {
-    Json(json!({"status": "ok"}))
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct Health {
+    /// `ok`.
+    status: String,
 }
 
-/// The ledger answers and packs are loaded.
-pub async fn readyz(State(state): State<Arc<AppState>>) -> Result<Json<Value>, ApiError> {
+/// The service is ready.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct Ready {
+    /// `ready`.
+    status: String,
+    /// The jobs with a pack loaded.
+    jobs: Vec<String>,
+}
+
+/// The process is up.
+#[utoipa::path(get, path = "/healthz", tag = "service", responses((status = 200, body = Health)))]
+pub async fn healthz() -> Json<Health> {
+    Json(Health {
+        status: "ok".to_owned(),
+    })
+}
+
+/// The ledger answers; the jobs with a pack loaded.
+#[utoipa::path(get, path = "/readyz", tag = "service",
+    responses((status = 200, body = Ready), (status = 503, body = backstop_core::case::Refusal)))]
+pub async fn readyz(State(state): State<Arc<AppState>>) -> Result<Json<Ready>, ApiError> {
     let store = Arc::clone(&state.store);
     tokio::task::spawn_blocking(move || store.ping())
         .await
@@ -32,10 +52,16 @@ pub async fn readyz(State(state): State<Arc<AppState>>) -> Result<Json<Value>, A
             )
         })?;
     let jobs: Vec<String> = state.catalog().packs.keys().cloned().collect();
-    Ok(Json(json!({"status": "ready", "jobs": jobs})))
+    Ok(Json(Ready {
+        status: "ready".to_owned(),
+        jobs,
+    }))
 }
 
-/// Counters in the Prometheus text format.
+/// Counters in the Prometheus text format: requests, decisions by status, escalations by
+/// trigger, breaker states, ledger latency.
+#[utoipa::path(get, path = "/metrics", tag = "service",
+    responses((status = 200, content_type = "text/plain", body = String)))]
 pub async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
     let now = Timestamp::now();
     let breakers: Vec<(String, String)> = {

@@ -41,6 +41,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
+        .route("/openapi.json", get(crate::openapi::openapi_json))
         .merge(api)
         // A route layer sees the matched route pattern; unmatched requests are not counted.
         .route_layer(middleware::from_fn_with_state(Arc::clone(&state), count))

@@ -8,6 +8,8 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::State;
 use backstop_core::classify::{Classification, classify};
+use backstop_core::recover::breaker::BreakerView;
+use backstop_core::recover::budget::BudgetView;
 use backstop_core::recover::{Context, Hinter, Step};
 use backstop_core::{Class, Issue, Report};
 use backstop_store::CallEvent;
@@ -23,11 +25,16 @@ use crate::state::AppState;
 /// The longest task or tool name.
 const MAX_NAME_CHARS: usize = 200;
 
-#[derive(Debug, Deserialize)]
+/// A failed call: the task it belongs to, what was seen, and its context.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct RecoverBody {
+pub struct RecoverBody {
+    /// The task the attempt counts against (1 to 200 characters).
     task: String,
+    /// The report, as `POST /v1/classify` takes it.
+    #[schema(value_type = backstop_core::Report)]
     report: Value,
+    /// The tool, operation, error and any action the agent asks leave for.
     #[serde(default)]
     context: Option<Context>,
 }
@@ -39,6 +46,9 @@ struct FailureEvent {
 }
 
 /// The next step after a failed call: classified, counted against the task, answered.
+#[utoipa::path(post, path = "/v1/recover", tag = "calls", request_body = RecoverBody,
+    responses((status = 200, body = Step), (status = "4XX", body = backstop_core::case::Refusal)),
+    security(("key" = [])))]
 pub async fn recover(
     State(state): State<Arc<AppState>>,
     _caller: Caller,
@@ -84,28 +94,56 @@ pub async fn recover(
     Ok(Json(step))
 }
 
-#[derive(Debug, Deserialize)]
+/// A call's outcome for a tool.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct OutcomeBody {
+pub struct OutcomeBody {
+    /// The tool.
     tool: String,
+    /// `success` or `failure`.
     outcome: OutcomeKind,
+    /// A failure's class (default `transient`); a success has none.
     #[serde(default)]
     class: Option<Class>,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, serde::Serialize, PartialEq, Eq)]
+/// How a call ended.
+#[derive(Debug, Clone, Copy, Deserialize, serde::Serialize, PartialEq, Eq, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
-enum OutcomeKind {
+pub enum OutcomeKind {
+    /// It worked.
     Success,
+    /// It failed.
     Failure,
 }
 
+/// A tool's breaker and budget.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct ToolView {
+    /// The tool.
+    tool: String,
+    /// Its circuit breaker.
+    breaker: Option<BreakerView>,
+    /// Its retry budget.
+    budget: Option<BudgetView>,
+}
+
+/// Every tool seen.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct ToolList {
+    /// The tools, by name.
+    tools: Vec<ToolView>,
+}
+
 /// A call's outcome for a tool's breaker and budget: a success, or a failure of a class.
+#[utoipa::path(post, path = "/v1/outcomes", tag = "calls", request_body = OutcomeBody,
+    responses((status = 200, body = ToolView), (status = "4XX", body = backstop_core::case::Refusal)),
+    security(("key" = [])))]
 pub async fn outcomes(
     State(state): State<Arc<AppState>>,
     _caller: Caller,
     JsonBody(value): JsonBody,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ToolView>, ApiError> {
     let body: OutcomeBody = typed(value)?;
     let mut issues = Vec::new();
     check_name(&body.tool, "tool", &mut issues);
@@ -139,29 +177,48 @@ pub async fn outcomes(
 }
 
 /// Each tool's breaker and budget.
-pub async fn tools(State(state): State<Arc<AppState>>, _caller: Caller) -> Json<Value> {
+#[utoipa::path(get, path = "/v1/tools", tag = "calls",
+    responses((status = 200, body = ToolList), (status = "4XX", body = backstop_core::case::Refusal)),
+    security(("key" = [])))]
+pub async fn tools(State(state): State<Arc<AppState>>, _caller: Caller) -> Json<ToolList> {
     let now = Timestamp::now();
     let hinter = lock(&state);
-    let tools: Vec<Value> = hinter
+    let tools = hinter
         .tool_names()
         .iter()
         .map(|tool| tool_view(&hinter, tool, now))
         .collect();
-    Json(json!({"tools": tools}))
+    Json(ToolList { tools })
 }
 
-#[derive(Debug, Deserialize)]
+/// An operator's grant of one retry.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct GrantBody {
+pub struct GrantBody {
+    /// The task whose next unclassified failure may be retried once.
     task: String,
 }
 
+/// A grant, as made.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct GrantAnswer {
+    /// The task.
+    task: String,
+    /// What was granted.
+    granted: String,
+    /// The operator.
+    by: String,
+}
+
 /// An operator grants one retry to a task's unclassified failure.
+#[utoipa::path(post, path = "/v1/grants", tag = "calls", request_body = GrantBody,
+    responses((status = 200, body = GrantAnswer), (status = "4XX", body = backstop_core::case::Refusal)),
+    security(("key" = [])))]
 pub async fn grants(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     JsonBody(value): JsonBody,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<GrantAnswer>, ApiError> {
     caller.require_operator("grant a retry")?;
     let body: GrantBody = typed(value)?;
     let mut issues = Vec::new();
@@ -178,11 +235,11 @@ pub async fn grants(
         subject: body.task.clone(),
         body: json!({"by": caller.id}).to_string(),
     });
-    Ok(Json(json!({
-        "task": body.task,
-        "granted": "one retry of the task's next unclassified failure",
-        "by": caller.id,
-    })))
+    Ok(Json(GrantAnswer {
+        task: body.task,
+        granted: "one retry of the task's next unclassified failure".to_owned(),
+        by: caller.id,
+    }))
 }
 
 /// Applies one journaled event to a hinter, as the route that journaled it did.
@@ -211,10 +268,12 @@ pub fn apply_event(hinter: &mut Hinter, event: &CallEvent) {
     }
 }
 
-fn tool_view(hinter: &Hinter, tool: &str, now: Timestamp) -> Value {
-    match hinter.tool_views(tool, now) {
-        Some((breaker, budget)) => json!({"tool": tool, "breaker": breaker, "budget": budget}),
-        None => json!({"tool": tool, "breaker": null, "budget": null}),
+fn tool_view(hinter: &Hinter, tool: &str, now: Timestamp) -> ToolView {
+    let (breaker, budget) = hinter.tool_views(tool, now).unzip();
+    ToolView {
+        tool: tool.to_owned(),
+        breaker,
+        budget,
     }
 }
 

@@ -9,7 +9,6 @@ use backstop_core::Issue;
 use backstop_store::{Resolution, ReviewFilter, ReviewItem, StoreError};
 use jiff::Timestamp;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use crate::auth::Caller;
 use crate::body::{JsonBody, typed};
@@ -18,7 +17,8 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 /// The query of `GET /v1/reviews`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
     /// `open` (default), `resolved` or `all`.
@@ -35,12 +35,22 @@ pub struct ListQuery {
     limit: Option<u32>,
 }
 
+/// Review items.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct ReviewList {
+    /// Newest first.
+    reviews: Vec<ReviewItem>,
+}
+
 /// Review items, newest first: an agent sees its own, an operator everyone's.
+#[utoipa::path(get, path = "/v1/reviews", tag = "reviews", params(ListQuery),
+    responses((status = 200, body = ReviewList), (status = "4XX", body = backstop_core::case::Refusal)),
+    security(("key" = [])))]
 pub async fn list(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ReviewList>, ApiError> {
     let Query(query) = query
         .map_err(|e| ApiError::malformed(vec![Issue::new("query", "bad_query", e.body_text())]))?;
     let mut issues = Vec::new();
@@ -87,18 +97,26 @@ pub async fn list(
         .await
         .map_err(|e| ApiError::internal("a review listing failed", &e))?
         .map_err(|e| ApiError::internal("the ledger failed", &e))?;
-    Ok(Json(json!({"reviews": items})))
+    Ok(Json(ReviewList { reviews: items }))
 }
 
-#[derive(Debug, Deserialize)]
+/// An operator's resolution.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct ResolveBody {
+pub struct ResolveBody {
+    /// The decision (an outcome id of the pack, or words).
     decision: String,
+    /// A note for the record.
     #[serde(default)]
     note: Option<String>,
 }
 
 /// An operator resolves a review item; this ends the case's cycle.
+#[utoipa::path(post, path = "/v1/reviews/{id}/resolve", tag = "reviews",
+    params(("id" = i64, Path, description = "The review item")),
+    request_body = ResolveBody,
+    responses((status = 200, body = ReviewItem), (status = "4XX", body = backstop_core::case::Refusal)),
+    security(("key" = [])))]
 pub async fn resolve(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,

@@ -7,4 +7,5 @@ mod auth;
 mod calls;
 mod cases;
 mod limits;
+mod openapi;
 mod support;

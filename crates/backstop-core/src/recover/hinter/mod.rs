@@ -26,6 +26,7 @@ const MAX_TOOLS: usize = 4096;
 /// What the agent knows about the call, for hints.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Context {
     /// The tool that failed; its breaker and budget apply.
     #[serde(default)]
@@ -44,6 +45,7 @@ pub struct Context {
 
 /// The next step for an agent.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Step {
     /// The failure's class.
     pub class: Class,
@@ -69,6 +71,7 @@ pub struct Step {
 
 /// Attempts used and allowed, for the class and for the whole task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Attempts {
     /// Attempts this task spent on this class, this step included.
     pub class_used: u32,
@@ -82,6 +85,7 @@ pub struct Attempts {
 
 /// A hand-off to a person.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Escalation {
     /// Who.
     pub to: String,

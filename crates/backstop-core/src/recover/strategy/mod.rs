@@ -40,6 +40,7 @@ pub const PLACEHOLDERS: [&str; 9] = [
 /// What an agent does next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum Action {
     /// Send the same call again.
     RetrySame,
