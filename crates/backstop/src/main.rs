@@ -5,7 +5,7 @@ mod commands;
 mod output;
 mod settings;
 
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, IsTerminal, Write};
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -18,6 +18,7 @@ fn main() -> ExitCode {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(io::stderr().is_terminal())
         .with_writer(io::stderr);
     match cli.log_format {
         cli::LogFormat::Text => logs.init(),
@@ -52,7 +53,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         Command::Config(cli::ConfigCommand::HashKey(args)) => {
             let mut input = io::stdin().lock();
-            commands::config::hash(&args, &mut input, &mut out)?
+            commands::config::hash(&args, &mut input, &mut out, &mut err)?
         }
         Command::Classify(args) => match settings::resolve_classify(&args) {
             Ok(settings) => {

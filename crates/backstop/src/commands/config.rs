@@ -29,6 +29,17 @@ pub fn check(args: &ConfigCheckArgs, out: &mut impl Write) -> io::Result<u8> {
         }
         Err(issues) => {
             let unreadable = issues.iter().any(|i| i.code == "unreadable");
+            let issues = issues
+                .into_iter()
+                .map(|issue| Issue {
+                    path: if issue.path.is_empty() {
+                        origin.clone()
+                    } else {
+                        issue.path
+                    },
+                    ..issue
+                })
+                .collect();
             (issues, unreadable)
         }
     };
@@ -53,7 +64,12 @@ pub fn check(args: &ConfigCheckArgs, out: &mut impl Write) -> io::Result<u8> {
 }
 
 /// Prints the SHA-256 of a key.
-pub fn hash(args: &HashKeyArgs, input: &mut impl Read, out: &mut impl Write) -> io::Result<u8> {
+pub fn hash(
+    args: &HashKeyArgs,
+    input: &mut impl Read,
+    out: &mut impl Write,
+    err: &mut impl Write,
+) -> io::Result<u8> {
     let key = if let Some(key) = &args.key {
         key.clone()
     } else {
@@ -62,7 +78,7 @@ pub fn hash(args: &HashKeyArgs, input: &mut impl Read, out: &mut impl Write) -> 
         text.trim_end_matches(['\n', '\r']).to_owned()
     };
     if key.trim().is_empty() {
-        writeln!(out, "backstop: an API key must not be empty")?;
+        writeln!(err, "backstop: an API key must not be empty")?;
         return Ok(EXIT_BAD_INPUT);
     }
     writeln!(out, "{}", hash_key(&key))?;

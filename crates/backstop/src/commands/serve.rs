@@ -9,6 +9,7 @@ use backstop_server::catalog::{Catalog, default_packs};
 use backstop_server::{AppState, Config};
 use backstop_store::SqliteStore;
 use jiff::Timestamp;
+use tokio::signal::unix::{Signal, SignalKind};
 
 use super::{EXIT_ISSUES, EXIT_OK};
 use crate::cli::ServeArgs;
@@ -44,6 +45,10 @@ pub fn run(args: &ServeArgs, out: &mut impl Write, err: &mut impl Write) -> io::
             }
         };
         let address = listener.local_addr()?;
+        // Signal handlers first: a SIGTERM or SIGHUP sent as soon as the "listening" line shows
+        // must be handled, not end the process.
+        let terminate = unix_signal(SignalKind::terminate())?;
+        let hangup = unix_signal(SignalKind::hangup())?;
         let jobs: Vec<String> = catalog.packs.keys().cloned().collect();
         let open = config.keys.is_empty();
         let db = config.db.clone();
@@ -76,8 +81,8 @@ pub fn run(args: &ServeArgs, out: &mut impl Write, err: &mut impl Write) -> io::
             }
         )?;
         tracing::info!(%address, jobs = ?jobs, open, "listening");
-        tokio::spawn(reload_on_hangup(Arc::clone(&state)));
-        backstop_server::serve(listener, state, shutdown_signal()).await?;
+        tokio::spawn(reload_on_hangup(Arc::clone(&state), hangup));
+        backstop_server::serve(listener, state, shutdown_signal(terminate)).await?;
         tracing::info!("stopped");
         Ok(EXIT_OK)
     })
@@ -131,13 +136,12 @@ fn resolve(args: &ServeArgs) -> (Config, Vec<Issue>) {
     (config, issues)
 }
 
+fn unix_signal(kind: SignalKind) -> io::Result<Signal> {
+    tokio::signal::unix::signal(kind)
+}
+
 /// Reloads packs and rules on every SIGHUP; a bad reload keeps the old ones.
-async fn reload_on_hangup(state: Arc<AppState>) {
-    let Ok(mut hangups) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
-    else {
-        tracing::warn!("cannot listen for SIGHUP: no reloads");
-        return;
-    };
+async fn reload_on_hangup(state: Arc<AppState>, mut hangups: Signal) {
     while hangups.recv().await.is_some() {
         let reloading = Arc::clone(&state);
         let outcome = tokio::task::spawn_blocking(move || reloading.reload()).await;
@@ -146,7 +150,7 @@ async fn reload_on_hangup(state: Arc<AppState>) {
             Ok(Err(issues)) => {
                 let listed: Vec<String> = issues.iter().map(ToString::to_string).collect();
                 tracing::error!(
-                    issues = %listed.join("; "),
+                    issues = %listed.join("; ").replace('\n', " "),
                     "reload refused; the packs and rules loaded before stay"
                 );
             }
@@ -156,18 +160,10 @@ async fn reload_on_hangup(state: Arc<AppState>) {
 }
 
 /// Completes on SIGTERM or Ctrl-C.
-async fn shutdown_signal() {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
+async fn shutdown_signal(mut terminate: Signal) {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {},
-        () = terminate => {},
+        _ = terminate.recv() => {},
     }
     tracing::warn!("stopping: finishing the requests in flight");
 }

@@ -18,6 +18,9 @@
 //! - `strategies`: `strategies check` (ok, issues, unreadable, JSON shape) and `strategies show`
 //! - `loop_cmd`: `loop` on real processes: passing on the third attempt, the same failure
 //!   stopped early, different failures to the cap, missing and crashing test commands, secrets
+//! - `serve_cmd`: `serve` as a process: health and readiness, SIGTERM with a request in flight,
+//!   SIGHUP reloads, API keys and roles, refused configs, `config check|hash-key`, JSON logs,
+//!   and no acknowledged attempt lost to a SIGKILL
 //!
 //! Snapshots are in `snapshots/`; accept new ones with `INSTA_UPDATE=always` and read them.
 
@@ -31,6 +34,7 @@ mod loop_cmd;
 mod pack_cmd;
 mod replay;
 mod rules_cmd;
+mod serve_cmd;
 mod simulate;
 mod strategies;
 mod support;
