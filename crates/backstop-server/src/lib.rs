@@ -8,6 +8,7 @@
 //! - `body`: JSON bodies within the size limit
 //! - `error`: the one refusal shape
 //! - `metrics`: counters in the Prometheus text format
+//! - `queue`: attempts run by one thread in arrival order
 //! - `openapi`: `/openapi.json`, derived from the handlers' types
 //! - `routes`: one module per resource
 #![deny(missing_docs)]
@@ -23,6 +24,7 @@ pub mod error;
 pub mod limits;
 pub mod metrics;
 pub mod openapi;
+pub mod queue;
 pub mod routes;
 pub mod state;
 

@@ -14,6 +14,7 @@ use crate::catalog::Catalog;
 use crate::config::{Config, Role};
 use crate::limits::RateLimiter;
 use crate::metrics::Metrics;
+use crate::queue::AttemptQueue;
 
 /// The hinter's jitter seed: fixed, so replaying the journal gives the same delays.
 pub const HINTER_SEED: u64 = 0x6261_636b_7374_6f70;
@@ -26,6 +27,8 @@ pub const REPLAY_WINDOW: SignedDuration = SignedDuration::from_hours(24);
 pub struct AppState {
     /// The ledger.
     pub store: Arc<dyn Store>,
+    /// Attempts on their way to the ledger, in arrival order.
+    pub attempts: AttemptQueue,
     /// Packs and rules; swapped whole on a reload.
     pub catalog: RwLock<Arc<Catalog>>,
     /// Per-task counters and per-tool health.
@@ -73,7 +76,10 @@ impl AppState {
             crate::routes::recover::apply_event(&mut hinter, &event);
         }
         tracing::info!(events = replayed, "call journal replayed into the hinter");
+        let attempts = AttemptQueue::start(Arc::clone(&store))
+            .map_err(|e| backstop_store::StoreError::Database(format!("cannot start: {e}")))?;
         Ok(AppState {
+            attempts,
             store,
             catalog: RwLock::new(Arc::new(catalog)),
             hinter: Mutex::new(hinter),

@@ -1,7 +1,6 @@
 //! The case level: `POST /v1/jobs/{job}/decisions` and `GET /v1/jobs/{job}/cases/{id}`.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -10,7 +9,6 @@ use axum::response::{IntoResponse, Response};
 use backstop_core::case::{identity::normalize_subject, parse_request};
 use backstop_core::pack::{IdentityMode, Pack};
 use backstop_store::{CaseRecord, Reply};
-use jiff::Timestamp;
 
 use crate::auth::Caller;
 use crate::body::JsonBody;
@@ -33,15 +31,13 @@ pub async fn decide(
 ) -> Result<Response, ApiError> {
     let pack = pack_for(&state, &job)?;
     let request = parse_request(&pack, &caller.id, &value).map_err(ApiError::malformed)?;
-    let store = Arc::clone(&state.store);
-    let started = Instant::now();
-    let reply = tokio::task::spawn_blocking(move || {
-        store.decide(pack, &caller.id, request, Timestamp::now())
-    })
-    .await
-    .map_err(|e| ApiError::internal("a decision task failed", &e))?
-    .map_err(|e| ApiError::internal("the ledger failed", &e))?;
-    state.metrics.store_latency(started.elapsed());
+    let (reply, took) = state
+        .attempts
+        .decide(pack, caller.id, request)
+        .await
+        .map_err(|e| ApiError::internal("the attempt queue failed", &e))?;
+    let reply = reply.map_err(|e| ApiError::internal("the ledger failed", &e))?;
+    state.metrics.store_latency(took);
     match reply {
         Reply::Counted(result) => {
             let status = serde_json::to_value(result.status).unwrap_or_default();
