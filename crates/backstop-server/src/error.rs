@@ -73,3 +73,39 @@ impl IntoResponse for ApiError {
         response
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use axum::body::to_bytes;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_5xx_says_what_to_do_and_nothing_of_the_failure() {
+        let secret = "disk I/O error at /var/lib/backstop/ledger.db-wal page 7";
+        let response = ApiError::internal("the ledger failed", &secret).into_response();
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let body = to_bytes(response.into_body(), 1 << 16).await.unwrap();
+        let text = String::from_utf8(body.to_vec()).unwrap();
+        assert!(text.contains("\"code\":\"internal\""), "{text}");
+        assert!(
+            !text.contains("ledger.db") && !text.contains("disk"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn refusal_codes_map_to_their_statuses() {
+        for (code, status) in [
+            ("malformed", 400),
+            ("unknown_case", 404),
+            ("attempt_limit_reached", 409),
+            ("execution_id_conflict", 409),
+            ("case_in_review", 409),
+            ("issued_case_limit", 429),
+        ] {
+            let error = ApiError::refused(Refusal::new(code, "m"));
+            assert_eq!(error.status.as_u16(), status, "{code}");
+        }
+    }
+}

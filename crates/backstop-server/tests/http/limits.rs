@@ -90,3 +90,51 @@ fn metrics_count_requests_decisions_escalations_and_breakers() {
         assert!(text.contains(line), "{line} missing from\n{text}");
     }
 }
+
+#[test]
+fn a_reload_drops_no_request_and_a_bad_one_keeps_the_old_packs() {
+    let dir = std::env::temp_dir().join(format!("backstop-http-reload-{}", std::process::id()));
+    let packs = dir.join("packs");
+    std::fs::create_dir_all(&packs).unwrap();
+    let shipped = crate::support::packs_dir();
+    std::fs::copy(
+        shipped.join("vendor-risk.toml"),
+        packs.join("vendor-risk.toml"),
+    )
+    .unwrap();
+    let config_path = dir.join("backstop.toml");
+    std::fs::write(&config_path, "packs = [\"packs\"]\n").unwrap();
+    let mut config = backstop_server::Config::load(&config_path).unwrap();
+    config.db = dir.join("ledger.db");
+    let server = crate::support::start_config(config, Some(config_path), dir.clone());
+    std::thread::scope(|scope| {
+        let client = scope.spawn(|| {
+            let mut failures = Vec::new();
+            for i in 0..150 {
+                let body = vendor(&format!("r{i}"), &format!("c{i}.com"), "I think so.");
+                let answer = server.post("/v1/jobs/vendor-risk/decisions", None, &body);
+                if answer.status != 200 {
+                    failures.push((i, answer.status, answer.text));
+                }
+            }
+            failures
+        });
+        for _ in 0..20 {
+            assert_eq!(server.state.reload().unwrap(), 1);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let failures = client.join().unwrap();
+        assert!(failures.is_empty(), "{failures:?}");
+    });
+    std::fs::copy(
+        shipped.join("po-acknowledgement.toml"),
+        packs.join("po.toml"),
+    )
+    .unwrap();
+    assert_eq!(server.state.reload().unwrap(), 2);
+    std::fs::write(packs.join("broken.toml"), "job = ").unwrap();
+    let issues = server.state.reload().unwrap_err();
+    assert!(issues[0].path.contains("broken.toml"), "{issues:?}");
+    let ready = server.get("/readyz", None).json();
+    assert_eq!(ready["jobs"], json!(["po-acknowledgement", "vendor-risk"]));
+}

@@ -20,6 +20,7 @@ pub const OPERATOR: &str = "key-operator";
 #[derive(Debug)]
 pub struct Server {
     pub address: SocketAddr,
+    pub state: Arc<AppState>,
     pub dir: PathBuf,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -84,6 +85,7 @@ pub fn start_config(config: Config, config_path: Option<PathBuf>, dir: PathBuf) 
     let state = Arc::new(
         AppState::new(config, config_path, catalog, store, jiff::Timestamp::now()).unwrap(),
     );
+    let shared = Arc::clone(&state);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let (ready, address) = std::sync::mpsc::channel();
     let thread = std::thread::spawn(move || {
@@ -104,6 +106,7 @@ pub fn start_config(config: Config, config_path: Option<PathBuf>, dir: PathBuf) 
     });
     Server {
         address: address.recv().unwrap(),
+        state: shared,
         dir,
         stop: Some(stop),
         thread: Some(thread),
