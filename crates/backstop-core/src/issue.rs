@@ -30,6 +30,20 @@ impl Issue {
     }
 }
 
+impl Issue {
+    /// The same issue found in the file (or flag) `origin`: its path becomes
+    /// `origin: path`, or `origin` for an issue about the whole file.
+    #[must_use]
+    pub fn within(self, origin: &str) -> Issue {
+        let path = if self.path.is_empty() {
+            origin.to_owned()
+        } else {
+            format!("{origin}: {}", self.path)
+        };
+        Issue { path, ..self }
+    }
+}
+
 impl fmt::Display for Issue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.path.is_empty() {

@@ -53,14 +53,7 @@ impl Catalog {
                     packs.insert(pack.job.clone(), Arc::new(pack));
                     pack_files.push(file);
                 }
-                Err(found) => issues.extend(found.into_iter().map(|issue| Issue {
-                    path: if issue.path.is_empty() {
-                        origin.clone()
-                    } else {
-                        format!("{origin}: {}", issue.path)
-                    },
-                    ..issue
-                })),
+                Err(found) => issues.extend(found.into_iter().map(|issue| issue.within(&origin))),
             }
         }
         let mut files = Vec::new();

@@ -155,14 +155,7 @@ fn load_pack(path: &std::path::Path, issues: &mut Vec<Issue>) -> Option<Pack> {
     match parse_pack(&text) {
         Ok(pack) => Some(pack),
         Err(found) => {
-            issues.extend(found.into_iter().map(|issue| Issue {
-                path: if issue.path.is_empty() {
-                    origin.clone()
-                } else {
-                    format!("{origin}: {}", issue.path)
-                },
-                ..issue
-            }));
+            issues.extend(found.into_iter().map(|issue| issue.within(&origin)));
             None
         }
     }

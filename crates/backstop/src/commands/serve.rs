@@ -94,14 +94,7 @@ fn resolve(args: &ServeArgs) -> (Config, Vec<Issue>) {
     let mut config = match &args.config {
         Some(path) => Config::load(path).unwrap_or_else(|found| {
             let origin = format!("--config {}", path.display());
-            issues.extend(found.into_iter().map(|issue| Issue {
-                path: if issue.path.is_empty() {
-                    origin.clone()
-                } else {
-                    format!("{origin}: {}", issue.path)
-                },
-                ..issue
-            }));
+            issues.extend(found.into_iter().map(|issue| issue.within(&origin)));
             Config::default()
         }),
         None => Config {
