@@ -22,7 +22,7 @@ const KEY_KEYS: [&str; 3] = ["hash", "caller", "role"];
 pub struct Config {
     /// Where to listen.
     pub listen: SocketAddr,
-    /// The ledger's `SQLite` file.
+    /// The ledger: a `SQLite` file, or a `postgres://` URL.
     pub db: PathBuf,
     /// Pack files, or directories whose `*.toml` files are packs.
     pub packs: Vec<PathBuf>,
@@ -125,7 +125,11 @@ impl Config {
             }
         }
         if let Some(db) = string(&table, "db", "db", &mut issues) {
-            config.db = base.join(db);
+            config.db = if backstop_store::is_postgres_url(&db) {
+                PathBuf::from(db)
+            } else {
+                base.join(db)
+            };
         }
         config.packs = paths(&table, "packs", base, &mut issues);
         config.rules = paths(&table, "rules", base, &mut issues);

@@ -17,10 +17,34 @@ use backstop_core::pack::Pack;
 use jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
 
+mod codec;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod sqlite;
 
 pub use backstop_core as core;
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
+
+/// Opens the store `location` names: a `postgres://` or `postgresql://` URL (a build with the
+/// `postgres` feature), or else the path of a `SQLite` file, created if missing.
+pub fn open(location: &str) -> Result<Box<dyn Store>, StoreError> {
+    if is_postgres_url(location) {
+        #[cfg(feature = "postgres")]
+        return Ok(Box::new(PostgresStore::connect(location)?));
+        #[cfg(not(feature = "postgres"))]
+        return Err(StoreError::Database(
+            "this backstop was built without PostgreSQL support (feature `postgres`)".to_owned(),
+        ));
+    }
+    Ok(Box::new(SqliteStore::open(location)?))
+}
+
+/// Whether `location` is a `PostgreSQL` URL rather than a file path.
+pub fn is_postgres_url(location: &str) -> bool {
+    location.starts_with("postgres://") || location.starts_with("postgresql://")
+}
 
 /// How long records are kept by default: attempt records older than this are purged.
 pub const DEFAULT_RETENTION: SignedDuration = SignedDuration::from_hours(30 * 24);

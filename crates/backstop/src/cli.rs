@@ -114,7 +114,8 @@ pub struct ServeArgs {
     /// Where to listen (overrides the config's `listen`).
     #[arg(long, value_name = "ADDR", env = crate::settings::ENV_LISTEN)]
     pub listen: Option<String>,
-    /// The ledger's `SQLite` file (overrides the config's `db`; default ./backstop.db).
+    /// The ledger: a `SQLite` file or a `postgres://` URL (overrides the config's `db`; default
+    /// ./backstop.db).
     #[arg(long, value_name = "PATH", env = crate::settings::ENV_DB)]
     pub db: Option<PathBuf>,
     /// The service's TOML config: listen, db, packs, rules, limits, keys.
@@ -181,7 +182,7 @@ Exit codes:
 /// Where the ledger is: `--db`.
 #[derive(Debug, Args)]
 pub struct DbArgs {
-    /// The ledger's `SQLite` file; created if missing.
+    /// The ledger: a `SQLite` file (created if missing), or a `postgres://` URL.
     #[arg(long, value_name = "PATH", default_value = "./backstop.db", env = crate::settings::ENV_DB)]
     pub db: PathBuf,
 }

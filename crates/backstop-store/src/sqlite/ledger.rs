@@ -9,6 +9,7 @@ use jiff::{SignedDuration, Timestamp};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
 use super::{millis, timestamp};
+use crate::codec::{from_json, from_word, to_json, word};
 use crate::{Reply, StoreError};
 
 /// How far back an issued-mode first request looks for the same excerpts, and how far back
@@ -267,25 +268,4 @@ fn apply(
     }
     debug_assert!(record.status != ResultStatus::Decided || change.end_cycle);
     Ok(())
-}
-
-/// An enum's one-word wire form (`undecided`, `retry`).
-fn word<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::String(s)) => Ok(s),
-        other => Err(StoreError::Corrupt(format!("not a word: {other:?}"))),
-    }
-}
-
-pub fn from_word<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, StoreError> {
-    serde_json::from_value(serde_json::Value::String(text.to_owned()))
-        .map_err(|e| StoreError::Corrupt(format!("`{text}`: {e}")))
-}
-
-fn to_json<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
-    serde_json::to_string(value).map_err(|e| StoreError::Corrupt(e.to_string()))
-}
-
-fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, StoreError> {
-    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(e.to_string()))
 }

@@ -1,7 +1,8 @@
 //! The conformance suite every `Store` backend passes: seed 000's rules, sentence by sentence.
 //!
 //! A backend's test file declares `#[macro_use] mod conformance;`, names a function that
-//! makes a fresh, empty store (anything that derefs to a `Store`), and invokes
+//! makes a fresh, empty store (`Some` of anything that derefs to a `Store`, or `None` to skip
+//! where the backend is not reachable), and invokes
 //! `conformance_suite!` with it; each scenario becomes one `#[test]`.
 
 pub mod support;
@@ -51,7 +52,8 @@ macro_rules! conformance_suite {
         $(
             #[test]
             fn $name() {
-                let store = $fresh();
+                // A backend that is not reachable here (no database configured) skips.
+                let Some(store) = $fresh() else { return };
                 conformance::$module::$name(&*store);
             }
         )+

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use backstop_core::Issue;
 use backstop_core::case::{Refusal, parse_request};
 use backstop_core::pack::{Pack, parse_pack};
-use backstop_store::{Reply, SqliteStore, Store, StoreError};
+use backstop_store::{Reply, Store, StoreError};
 
 use super::{EXIT_ISSUES, EXIT_OK, EXIT_REFUSED};
 use crate::cli::{CasesShowArgs, DecideArgs};
@@ -111,9 +111,9 @@ pub fn show(args: &CasesShowArgs, out: &mut impl Write, err: &mut impl Write) ->
     }
 }
 
-/// Opens the ledger, or says why it cannot be opened.
-pub fn open(path: &std::path::Path, err: &mut impl Write) -> io::Result<Option<SqliteStore>> {
-    match SqliteStore::open(path) {
+/// Opens the ledger (a `SQLite` file, or a `postgres://` URL), or says why it cannot.
+pub fn open(path: &std::path::Path, err: &mut impl Write) -> io::Result<Option<Box<dyn Store>>> {
+    match backstop_store::open(&path.to_string_lossy()) {
         Ok(store) => Ok(Some(store)),
         Err(e) => {
             writeln!(err, "backstop: --db {}: {e}", path.display())?;

@@ -4,7 +4,7 @@ use std::io::{self, Write};
 
 use backstop_core::Issue;
 use backstop_core::case::Refusal;
-use backstop_store::{DEFAULT_RETENTION, Resolution, ReviewFilter, Store, StoreError};
+use backstop_store::{DEFAULT_RETENTION, Resolution, ReviewFilter, StoreError};
 use jiff::SignedDuration;
 
 use super::EXIT_OK;

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use backstop_core::Issue;
 use backstop_server::catalog::{Catalog, default_packs};
 use backstop_server::{AppState, Config};
-use backstop_store::SqliteStore;
 use jiff::Timestamp;
 use tokio::signal::unix::{Signal, SignalKind};
 
@@ -26,7 +25,7 @@ pub fn run(args: &ServeArgs, out: &mut impl Write, err: &mut impl Write) -> io::
         Ok(catalog) => catalog,
         Err(issues) => return output::refuse_command(OutputMode::Human, &issues, out, err),
     };
-    let store = match SqliteStore::open(&config.db) {
+    let store = match backstop_store::open(&config.db.to_string_lossy()) {
         Ok(store) => store,
         Err(e) => {
             writeln!(err, "backstop: --db {}: {e}", config.db.display())?;
@@ -56,7 +55,7 @@ pub fn run(args: &ServeArgs, out: &mut impl Write, err: &mut impl Write) -> io::
             config,
             args.config.clone(),
             catalog,
-            Arc::new(store),
+            Arc::from(store),
             Timestamp::now(),
         ) {
             Ok(state) => Arc::new(state),

@@ -1,0 +1,257 @@
+//! One attempt in one `PostgreSQL` transaction, serialized per case by advisory locks.
+
+use backstop_core::case::{
+    AttemptRecord, Attempted, CaseLookup, CaseState, Change, Next, OpenReview, Request,
+    StoredExecution, attempt,
+};
+use backstop_core::pack::Pack;
+use jiff::{SignedDuration, Timestamp};
+use postgres::{Client, GenericClient, Row, Transaction};
+
+use super::{int, uint};
+use crate::codec::{from_json, from_word, to_json, word};
+use crate::{Reply, StoreError};
+
+/// How far back an issued-mode first request looks, and issued cases are counted.
+const ISSUED_LOOKBACK: SignedDuration = SignedDuration::from_hours(24);
+
+pub fn decide(
+    client: &mut Client,
+    pack: &Pack,
+    caller: &str,
+    request: &Request,
+    now: Timestamp,
+) -> Result<Reply, StoreError> {
+    let job = pack.job.as_str();
+    let mut tx = client.transaction()?;
+    // Execution id first, then the case: every attempt takes its two locks in this order.
+    lock(&mut tx, &[caller, job, "execution", &request.execution_id])?;
+    match &request.case {
+        CaseLookup::Named { id, .. } => lock(&mut tx, &[caller, job, "case", id])?,
+        CaseLookup::Open { .. } => lock(&mut tx, &[caller, job, "issued"])?,
+    }
+    let (state, cycle) = load(&mut tx, job, caller, request, now)?;
+    match attempt(pack, &state, request, now) {
+        Attempted::Replay(stored) => Ok(Reply::Replayed(stored)),
+        Attempted::Refused(refusal) => Ok(Reply::Refused(refusal)),
+        Attempted::Counted { result, change } => {
+            apply(&mut tx, job, caller, &change, cycle, now)?;
+            tx.commit()?;
+            Ok(Reply::Counted(result))
+        }
+    }
+}
+
+/// A transaction-scoped advisory lock on the parts, joined.
+fn lock(tx: &mut Transaction<'_>, parts: &[&str]) -> Result<(), StoreError> {
+    let key = parts.join("\u{1f}");
+    tx.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+        &[&key],
+    )?;
+    Ok(())
+}
+
+fn load(
+    tx: &mut Transaction<'_>,
+    job: &str,
+    caller: &str,
+    request: &Request,
+    now: Timestamp,
+) -> Result<(CaseState, u32), StoreError> {
+    let execution = tx
+        .query_opt(
+            "SELECT fingerprint, result FROM attempts
+             WHERE caller = $1 AND job = $2 AND execution_id = $3",
+            &[&caller, &job, &request.execution_id],
+        )?
+        .map(|row| StoredExecution {
+            fingerprint: row.get(0),
+            result: row.get(1),
+        });
+    let mut state = CaseState {
+        execution,
+        ..CaseState::default()
+    };
+    if state.execution.is_some() {
+        return Ok((state, 0));
+    }
+    let since = (now - ISSUED_LOOKBACK).as_millisecond();
+    let found = match &request.case {
+        CaseLookup::Named { id, .. } => tx.query_opt(
+            "SELECT case_id, cycle FROM cases WHERE caller = $1 AND job = $2 AND case_id = $3",
+            &[&caller, &job, id],
+        )?,
+        CaseLookup::Open { opening_hash, .. } => tx.query_opt(
+            "SELECT case_id, cycle FROM cases
+             WHERE caller = $1 AND job = $2 AND opening_hash = $3 AND opened_at > $4
+             ORDER BY opened_at DESC LIMIT 1",
+            &[&caller, &job, opening_hash, &since],
+        )?,
+    };
+    let Some(row) = found else {
+        if matches!(request.case, CaseLookup::Open { .. }) {
+            let count: i64 = tx
+                .query_one(
+                    "SELECT count(*) FROM cases
+                     WHERE caller = $1 AND job = $2 AND issued AND opened_at > $3",
+                    &[&caller, &job, &since],
+                )?
+                .get(0);
+            state.issued_last_day = u32::try_from(count).unwrap_or(u32::MAX);
+        }
+        return Ok((state, 0));
+    };
+    let case_id: String = row.get(0);
+    let cycle = uint(row.get(1))?;
+    state.attempts = attempts(tx, caller, job, &case_id, Some(cycle))?
+        .into_iter()
+        .map(|(_, record)| record)
+        .collect();
+    state.review = tx
+        .query_opt(
+            "SELECT id, lane, escalation, retry_allowed, retry_used FROM reviews
+             WHERE caller = $1 AND job = $2 AND case_id = $3 AND resolved_at IS NULL
+             ORDER BY id DESC LIMIT 1",
+            &[&caller, &job, &case_id],
+        )?
+        .map(|row| OpenReview {
+            id: row.get(0),
+            lane: row.get(1),
+            escalation: row.get(2),
+            retry_allowed: row.get(3),
+            retry_used: row.get(4),
+        });
+    state.case_id = Some(case_id);
+    Ok((state, cycle))
+}
+
+/// The attempt records of a case, oldest first, with their cycles; `cycle` limits them to one.
+pub fn attempts(
+    client: &mut impl GenericClient,
+    caller: &str,
+    job: &str,
+    case_id: &str,
+    cycle: Option<u32>,
+) -> Result<Vec<(u32, AttemptRecord)>, StoreError> {
+    let columns = "cycle, number, at, execution_id, status, outcome, next, progress, closed, \
+                   cited, lane_retry";
+    let rows = match cycle {
+        Some(cycle) => client.query(
+            &format!(
+                "SELECT {columns} FROM attempts
+                 WHERE caller = $1 AND job = $2 AND case_id = $3 AND cycle = $4 ORDER BY id"
+            ),
+            &[&caller, &job, &case_id, &int(cycle)],
+        )?,
+        None => client.query(
+            &format!(
+                "SELECT {columns} FROM attempts
+                 WHERE caller = $1 AND job = $2 AND case_id = $3 ORDER BY id"
+            ),
+            &[&caller, &job, &case_id],
+        )?,
+    };
+    rows.iter().map(attempt_row).collect()
+}
+
+fn attempt_row(row: &Row) -> Result<(u32, AttemptRecord), StoreError> {
+    let next: Option<String> = row.get(6);
+    let status: String = row.get(4);
+    let closed: String = row.get(8);
+    let cited: String = row.get(9);
+    let record = AttemptRecord {
+        number: uint(row.get(1))?,
+        at: Timestamp::from_millisecond(row.get(2))
+            .map_err(|e| StoreError::Corrupt(e.to_string()))?,
+        execution_id: row.get(3),
+        status: from_word(&status)?,
+        outcome: row.get(5),
+        next: next.as_deref().map(from_word::<Next>).transpose()?,
+        progress: row.get(7),
+        closed: from_json(&closed)?,
+        cited: from_json(&cited)?,
+        lane_retry: row.get(10),
+    };
+    Ok((uint(row.get(0))?, record))
+}
+
+fn apply(
+    tx: &mut Transaction<'_>,
+    job: &str,
+    caller: &str,
+    change: &Change,
+    cycle: u32,
+    now: Timestamp,
+) -> Result<(), StoreError> {
+    let at = now.as_millisecond();
+    let case_id = &change.case_id;
+    if let Some(new) = &change.open_case {
+        tx.execute(
+            "INSERT INTO cases (caller, job, case_id, issued, opening_hash, opened_at, last_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $6)",
+            &[&caller, &job, case_id, &new.issued, &new.opening_hash, &at],
+        )?;
+    }
+    let record = &change.attempt;
+    let status = word(&record.status)?;
+    let next = record.next.as_ref().map(word).transpose()?;
+    tx.execute(
+        "INSERT INTO attempts (caller, job, case_id, cycle, number, at, execution_id, status,
+                               outcome, next, progress, closed, cited, lane_retry, fingerprint,
+                               result)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+        &[
+            &caller,
+            &job,
+            case_id,
+            &int(cycle),
+            &int(record.number),
+            &at,
+            &record.execution_id,
+            &status,
+            &record.outcome,
+            &next,
+            &record.progress,
+            &to_json(&record.closed)?,
+            &to_json(&record.cited)?,
+            &record.lane_retry,
+            &change.execution.fingerprint,
+            &change.execution.result,
+        ],
+    )?;
+    let next_cycle = if change.end_cycle { cycle + 1 } else { cycle };
+    tx.execute(
+        "UPDATE cases SET last_at = $4, cycle = $5 WHERE caller = $1 AND job = $2 AND case_id = $3",
+        &[&caller, &job, case_id, &at, &int(next_cycle)],
+    )?;
+    if let Some(review) = &change.open_review {
+        tx.execute(
+            "INSERT INTO reviews (caller, job, case_id, lane, escalation, reason, opened_at,
+                                  retry_allowed)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            &[
+                &caller,
+                &job,
+                case_id,
+                &review.lane,
+                &review.escalation,
+                &review.reason,
+                &at,
+                &review.retry_allowed,
+            ],
+        )?;
+    }
+    if let Some(id) = change.use_review_retry {
+        tx.execute("UPDATE reviews SET retry_used = TRUE WHERE id = $1", &[&id])?;
+    }
+    if let Some(id) = change.close_review {
+        tx.execute(
+            "UPDATE reviews SET resolved_at = $2, resolved_by = 'backstop', decision = $3,
+                                note = 'decided by the retry the lane allowed'
+             WHERE id = $1",
+            &[&id, &at, &record.outcome],
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,127 @@
+//! The `PostgreSQL` store: the same ledger for more than one machine.
+//!
+//! Each attempt is one transaction that first takes two transaction-scoped advisory locks —
+//! one for the execution id, one for the case (or, for an issued-mode first request, for the
+//! caller's issued cases on the job) — so attempts on one case are serialized across every
+//! connection and process, and the limit holds under any concurrency. This process uses one
+//! connection, behind a mutex.
+//!
+//! - `schema`: migrations, recorded in `backstop_schema`
+//! - `ledger`: one attempt in one transaction
+//! - `queries`: cases, review items, events, the purge
+
+use std::sync::{Arc, Mutex};
+
+use backstop_core::case::Request;
+use backstop_core::pack::Pack;
+use jiff::Timestamp;
+use postgres::{Client, NoTls};
+
+use crate::{
+    CallEvent, CaseRecord, Purged, Reply, Resolution, ReviewFilter, ReviewItem, Store, StoreError,
+};
+
+mod ledger;
+mod queries;
+mod schema;
+
+/// The `PostgreSQL` store.
+pub struct PostgresStore {
+    client: Mutex<Client>,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore").finish_non_exhaustive()
+    }
+}
+
+impl PostgresStore {
+    /// Connects with a libpq-style string (`host=127.0.0.1 user=postgres dbname=backstop`, or
+    /// a `postgres://` URL) and brings the schema up to date.
+    pub fn connect(config: &str) -> Result<Self, StoreError> {
+        let mut client = Client::connect(config, NoTls)
+            .map_err(|e| StoreError::Database(format!("cannot connect to PostgreSQL: {e}")))?;
+        schema::migrate(&mut client)?;
+        Ok(Self {
+            client: Mutex::new(client),
+        })
+    }
+
+    fn with<T>(
+        &self,
+        work: impl FnOnce(&mut Client) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut client = self.client.lock().map_err(|_| StoreError::Closed)?;
+        work(&mut client)
+    }
+}
+
+impl Store for PostgresStore {
+    fn decide(
+        &self,
+        pack: Arc<Pack>,
+        caller: &str,
+        request: Request,
+        now: Timestamp,
+    ) -> Result<Reply, StoreError> {
+        self.with(|client| ledger::decide(client, &pack, caller, &request, now))
+    }
+
+    fn case(
+        &self,
+        caller: &str,
+        job: &str,
+        case_id: &str,
+    ) -> Result<Option<CaseRecord>, StoreError> {
+        self.with(|client| queries::case(client, caller, job, case_id))
+    }
+
+    fn reviews(&self, filter: &ReviewFilter) -> Result<Vec<ReviewItem>, StoreError> {
+        self.with(|client| queries::reviews(client, filter))
+    }
+
+    fn resolve_review(
+        &self,
+        id: i64,
+        resolution: &Resolution,
+        now: Timestamp,
+    ) -> Result<ReviewItem, StoreError> {
+        self.with(|client| queries::resolve(client, id, resolution, now))
+    }
+
+    fn purge(&self, before: Timestamp) -> Result<Purged, StoreError> {
+        self.with(|client| queries::purge(client, before))
+    }
+
+    fn append_event(&self, event: &CallEvent) -> Result<(), StoreError> {
+        self.with(|client| queries::append_event(client, event))
+    }
+
+    fn events_since(&self, since: Timestamp) -> Result<Vec<CallEvent>, StoreError> {
+        self.with(|client| queries::events_since(client, since))
+    }
+
+    fn ping(&self) -> Result<(), StoreError> {
+        self.with(|client| {
+            client.simple_query("SELECT 1")?;
+            Ok(())
+        })
+    }
+}
+
+impl From<postgres::Error> for StoreError {
+    fn from(error: postgres::Error) -> Self {
+        StoreError::Database(error.to_string())
+    }
+}
+
+/// A count or number as the database stores it.
+fn int(n: u32) -> i64 {
+    i64::from(n)
+}
+
+/// A stored count or number read back.
+fn uint(n: i64) -> Result<u32, StoreError> {
+    u32::try_from(n).map_err(|_| StoreError::Corrupt(format!("{n} is out of range")))
+}

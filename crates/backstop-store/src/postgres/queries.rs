@@ -1,0 +1,207 @@
+//! Cases, review items, call events and the retention purge, in `PostgreSQL`.
+
+use jiff::Timestamp;
+use postgres::{Client, Row};
+
+use super::ledger::attempts;
+use super::uint;
+use crate::{
+    CallEvent, CaseRecord, CycleAttempt, Purged, Resolution, ResolvedBy, ReviewFilter, ReviewItem,
+    StoreError,
+};
+
+const REVIEW_COLUMNS: &str = "id, caller, job, case_id, lane, escalation, reason, opened_at, \
+    retry_allowed, retry_used, resolved_at, resolved_by, decision, note";
+
+fn time(ms: i64) -> Result<Timestamp, StoreError> {
+    Timestamp::from_millisecond(ms).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+pub fn case(
+    client: &mut Client,
+    caller: &str,
+    job: &str,
+    case_id: &str,
+) -> Result<Option<CaseRecord>, StoreError> {
+    let Some(row) = client.query_opt(
+        "SELECT issued, opened_at, cycle FROM cases
+         WHERE caller = $1 AND job = $2 AND case_id = $3",
+        &[&caller, &job, &case_id],
+    )?
+    else {
+        return Ok(None);
+    };
+    let attempts = attempts(client, caller, job, case_id, None)?
+        .into_iter()
+        .map(|(cycle, record)| CycleAttempt { cycle, record })
+        .collect();
+    let reviews = client
+        .query(
+            &format!(
+                "SELECT {REVIEW_COLUMNS} FROM reviews
+                 WHERE caller = $1 AND job = $2 AND case_id = $3 ORDER BY id DESC"
+            ),
+            &[&caller, &job, &case_id],
+        )?
+        .iter()
+        .map(review_row)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Some(CaseRecord {
+        caller: caller.to_owned(),
+        job: job.to_owned(),
+        id: case_id.to_owned(),
+        issued: row.get(0),
+        opened_at: time(row.get(1))?,
+        cycle: uint(row.get(2))?,
+        attempts,
+        reviews,
+    }))
+}
+
+pub fn reviews(client: &mut Client, filter: &ReviewFilter) -> Result<Vec<ReviewItem>, StoreError> {
+    let limit = i64::from(filter.limit.unwrap_or(100));
+    client
+        .query(
+            &format!(
+                "SELECT {REVIEW_COLUMNS} FROM reviews
+                 WHERE ($1::BOOLEAN IS NULL OR (resolved_at IS NULL) = $1)
+                   AND ($2::TEXT IS NULL OR job = $2)
+                   AND ($3::TEXT IS NULL OR caller = $3)
+                 ORDER BY id DESC LIMIT $4"
+            ),
+            &[&filter.open, &filter.job, &filter.caller, &limit],
+        )?
+        .iter()
+        .map(review_row)
+        .collect()
+}
+
+pub fn resolve(
+    client: &mut Client,
+    id: i64,
+    resolution: &Resolution,
+    now: Timestamp,
+) -> Result<ReviewItem, StoreError> {
+    let mut tx = client.transaction()?;
+    let row = tx
+        .query_opt(
+            &format!("SELECT {REVIEW_COLUMNS} FROM reviews WHERE id = $1 FOR UPDATE"),
+            &[&id],
+        )?
+        .ok_or_else(|| StoreError::NotFound(format!("no review item {id}")))?;
+    let item = review_row(&row)?;
+    if let Some(done) = &item.resolution {
+        return Err(StoreError::Conflict(format!(
+            "review item {id} was already resolved by {} at {}: {}",
+            done.by, done.at, done.decision
+        )));
+    }
+    let at = now.as_millisecond();
+    tx.execute(
+        "UPDATE reviews SET resolved_at = $2, resolved_by = $3, decision = $4, note = $5
+         WHERE id = $1",
+        &[
+            &id,
+            &at,
+            &resolution.by,
+            &resolution.decision,
+            &resolution.note,
+        ],
+    )?;
+    tx.execute(
+        "UPDATE cases SET cycle = cycle + 1, last_at = $4
+         WHERE caller = $1 AND job = $2 AND case_id = $3",
+        &[&item.caller, &item.job, &item.case_id, &at],
+    )?;
+    tx.commit()?;
+    Ok(ReviewItem {
+        resolution: Some(ResolvedBy {
+            at: time(at)?,
+            by: resolution.by.clone(),
+            decision: resolution.decision.clone(),
+            note: resolution.note.clone(),
+        }),
+        ..item
+    })
+}
+
+pub fn purge(client: &mut Client, before: Timestamp) -> Result<Purged, StoreError> {
+    let mut tx = client.transaction()?;
+    let cutoff = before.as_millisecond();
+    let attempts = tx.execute("DELETE FROM attempts WHERE at < $1", &[&cutoff])?;
+    let reviews = tx.execute(
+        "DELETE FROM reviews WHERE resolved_at IS NOT NULL AND resolved_at < $1",
+        &[&cutoff],
+    )?;
+    let events = tx.execute("DELETE FROM events WHERE at < $1", &[&cutoff])?;
+    let cases = tx.execute(
+        "DELETE FROM cases WHERE last_at < $1
+           AND NOT EXISTS (SELECT 1 FROM reviews r
+                           WHERE r.caller = cases.caller AND r.job = cases.job
+                             AND r.case_id = cases.case_id AND r.resolved_at IS NULL)",
+        &[&cutoff],
+    )?;
+    tx.commit()?;
+    Ok(Purged {
+        attempts,
+        reviews,
+        events,
+        cases,
+    })
+}
+
+pub fn append_event(client: &mut Client, event: &CallEvent) -> Result<(), StoreError> {
+    client.execute(
+        "INSERT INTO events (at, kind, subject, body) VALUES ($1, $2, $3, $4)",
+        &[
+            &event.at.as_millisecond(),
+            &event.kind,
+            &event.subject,
+            &event.body,
+        ],
+    )?;
+    Ok(())
+}
+
+pub fn events_since(client: &mut Client, since: Timestamp) -> Result<Vec<CallEvent>, StoreError> {
+    client
+        .query(
+            "SELECT at, kind, subject, body FROM events WHERE at >= $1 ORDER BY id",
+            &[&since.as_millisecond()],
+        )?
+        .iter()
+        .map(|row| {
+            Ok(CallEvent {
+                at: time(row.get(0))?,
+                kind: row.get(1),
+                subject: row.get(2),
+                body: row.get(3),
+            })
+        })
+        .collect()
+}
+
+fn review_row(row: &Row) -> Result<ReviewItem, StoreError> {
+    let resolved_at: Option<i64> = row.get(10);
+    Ok(ReviewItem {
+        id: row.get(0),
+        caller: row.get(1),
+        job: row.get(2),
+        case_id: row.get(3),
+        lane: row.get(4),
+        escalation: row.get(5),
+        reason: row.get(6),
+        opened_at: time(row.get(7))?,
+        retry_allowed: row.get(8),
+        retry_used: row.get(9),
+        resolution: match resolved_at {
+            Some(at) => Some(ResolvedBy {
+                at: time(at)?,
+                by: row.get::<_, Option<String>>(11).unwrap_or_default(),
+                decision: row.get::<_, Option<String>>(12).unwrap_or_default(),
+                note: row.get(13),
+            }),
+            None => None,
+        },
+    })
+}

@@ -1,0 +1,107 @@
+//! The `PostgreSQL` schema and its migrations, recorded in `backstop_schema`.
+
+use postgres::Client;
+
+use crate::StoreError;
+
+/// The migrations, in order; the same tables as the `SQLite` store's.
+const MIGRATIONS: [&str; 2] = [
+    r"
+CREATE TABLE cases (
+    caller       TEXT    NOT NULL,
+    job          TEXT    NOT NULL,
+    case_id      TEXT    NOT NULL,
+    issued       BOOLEAN NOT NULL,
+    opening_hash TEXT,
+    opened_at    BIGINT  NOT NULL,
+    last_at      BIGINT  NOT NULL,
+    cycle        BIGINT  NOT NULL DEFAULT 0,
+    PRIMARY KEY (caller, job, case_id)
+);
+CREATE INDEX cases_opening ON cases (caller, job, opening_hash, opened_at)
+    WHERE opening_hash IS NOT NULL;
+CREATE INDEX cases_issued ON cases (caller, job, opened_at) WHERE issued;
+
+CREATE TABLE attempts (
+    id           BIGSERIAL PRIMARY KEY,
+    caller       TEXT    NOT NULL,
+    job          TEXT    NOT NULL,
+    case_id      TEXT    NOT NULL,
+    cycle        BIGINT  NOT NULL,
+    number       BIGINT  NOT NULL,
+    at           BIGINT  NOT NULL,
+    execution_id TEXT    NOT NULL,
+    status       TEXT    NOT NULL,
+    outcome      TEXT,
+    next         TEXT,
+    progress     BOOLEAN NOT NULL,
+    closed       TEXT    NOT NULL,
+    cited        TEXT    NOT NULL,
+    lane_retry   BOOLEAN NOT NULL,
+    fingerprint  TEXT    NOT NULL,
+    result       TEXT    NOT NULL
+);
+CREATE INDEX attempts_case ON attempts (caller, job, case_id, cycle);
+CREATE UNIQUE INDEX attempts_execution ON attempts (caller, job, execution_id);
+CREATE INDEX attempts_at ON attempts (at);
+
+CREATE TABLE reviews (
+    id            BIGSERIAL PRIMARY KEY,
+    caller        TEXT    NOT NULL,
+    job           TEXT    NOT NULL,
+    case_id       TEXT    NOT NULL,
+    lane          TEXT    NOT NULL,
+    escalation    TEXT    NOT NULL,
+    reason        TEXT    NOT NULL,
+    opened_at     BIGINT  NOT NULL,
+    retry_allowed BOOLEAN NOT NULL,
+    retry_used    BOOLEAN NOT NULL DEFAULT FALSE,
+    resolved_at   BIGINT,
+    resolved_by   TEXT,
+    decision      TEXT,
+    note          TEXT
+);
+CREATE INDEX reviews_case ON reviews (caller, job, case_id) WHERE resolved_at IS NULL;
+CREATE INDEX reviews_resolved ON reviews (resolved_at);
+",
+    r"
+CREATE TABLE events (
+    id      BIGSERIAL PRIMARY KEY,
+    at      BIGINT NOT NULL,
+    kind    TEXT   NOT NULL,
+    subject TEXT   NOT NULL,
+    body    TEXT   NOT NULL
+);
+CREATE INDEX events_at ON events (at);
+",
+];
+
+/// Runs the migrations the database has not seen, in one transaction, one migrator at a time.
+pub fn migrate(client: &mut Client) -> Result<(), StoreError> {
+    let mut tx = client.transaction()?;
+    tx.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended('backstop-migrate', 0))",
+        &[],
+    )?;
+    tx.batch_execute("CREATE TABLE IF NOT EXISTS backstop_schema (version BIGINT NOT NULL)")?;
+    let version: i64 = tx
+        .query_opt("SELECT version FROM backstop_schema", &[])?
+        .map_or(0, |row| row.get(0));
+    let known = i64::try_from(MIGRATIONS.len()).unwrap_or(i64::MAX);
+    if version > known {
+        return Err(StoreError::Database(format!(
+            "the database's schema version {version} is newer than this backstop knows \
+             ({known}); upgrade backstop"
+        )));
+    }
+    for migration in &MIGRATIONS[usize::try_from(version).unwrap_or(0)..] {
+        tx.batch_execute(migration)?;
+    }
+    tx.execute("DELETE FROM backstop_schema", &[])?;
+    tx.execute(
+        "INSERT INTO backstop_schema (version) VALUES ($1)",
+        &[&known],
+    )?;
+    tx.commit()?;
+    Ok(())
+}

@@ -1,0 +1,90 @@
+//! The `PostgreSQL` store: the conformance suite, plus what only a shared database shows.
+//!
+//! Runs when `BACKSTOP_TEST_POSTGRES` names a database (libpq form, such as
+//! `host=127.0.0.1 user=postgres dbname=test`); `.ci/run` sets it. Without it every test here
+//! returns at once, so `cargo test` passes on a machine with no `PostgreSQL`. Each test works in
+//! a schema of its own, dropped afterwards.
+#![cfg(feature = "postgres")]
+
+#[macro_use]
+#[path = "../conformance/mod.rs"]
+mod conformance;
+mod shared;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use backstop_store::PostgresStore;
+
+/// The environment variable naming the test database.
+pub const ENV: &str = "BACKSTOP_TEST_POSTGRES";
+
+/// A store in a fresh schema, dropped with it.
+#[derive(Debug)]
+pub struct TempSchema {
+    store: PostgresStore,
+    base: String,
+    schema: String,
+}
+
+impl std::ops::Deref for TempSchema {
+    type Target = PostgresStore;
+    fn deref(&self) -> &PostgresStore {
+        &self.store
+    }
+}
+
+impl Drop for TempSchema {
+    fn drop(&mut self) {
+        if let Ok(mut admin) = postgres::Client::connect(&self.base, postgres::NoTls) {
+            let _ = admin.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema));
+        }
+    }
+}
+
+impl TempSchema {
+    /// The schema's name.
+    pub fn schema_name(&self) -> String {
+        self.schema.clone()
+    }
+
+    /// Another connection to the same schema, as a second process would have.
+    pub fn second(&self) -> PostgresStore {
+        PostgresStore::connect(&with_schema(&self.base, &self.schema)).unwrap()
+    }
+}
+
+fn with_schema(base: &str, schema: &str) -> String {
+    format!("{base} options='-c search_path={schema}'")
+}
+
+/// A fresh store, or `None` when no test database is configured.
+pub fn fresh() -> Option<TempSchema> {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let base = std::env::var(ENV).ok().filter(|v| !v.trim().is_empty())?;
+    let schema = format!(
+        "backstop_test_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    );
+    let mut admin = postgres::Client::connect(&base, postgres::NoTls)
+        .unwrap_or_else(|e| panic!("{ENV}={base}: {e}"));
+    admin
+        .batch_execute(&format!(
+            "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"
+        ))
+        .unwrap();
+    let store = PostgresStore::connect(&with_schema(&base, &schema)).unwrap();
+    Some(TempSchema {
+        store,
+        base,
+        schema,
+    })
+}
+
+mod suite {
+    use super::conformance;
+    fn fresh() -> Option<super::TempSchema> {
+        super::fresh()
+    }
+    conformance_suite!(fresh);
+}

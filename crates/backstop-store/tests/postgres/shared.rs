@@ -1,0 +1,103 @@
+//! What only a shared database shows: two connections racing on one case, no excerpt text in
+//! any table, and migrations run once.
+
+use std::sync::Arc;
+
+use backstop_store::{PostgresStore, Store};
+
+use crate::conformance::support::{ask, at, shipped, vendor};
+
+/// Invariant 2 across connections: attempts from two stores (two processes, say) on one case
+/// never pass the limit plus the extra, and no execution is counted twice.
+#[test]
+fn two_connections_share_the_limit_and_execution_ids() {
+    let Some(first) = crate::fresh() else { return };
+    let stores: Vec<Arc<PostgresStore>> = (0..4).map(|_| Arc::new(first.second())).collect();
+    let pack = shipped("vendor-risk");
+    std::thread::scope(|scope| {
+        for (n, store) in stores.iter().enumerate() {
+            let pack = &pack;
+            scope.spawn(move || {
+                for i in 0..12 {
+                    // Half the ids are shared between threads: resends race with each other.
+                    let id = if i % 2 == 0 {
+                        format!("s{i}")
+                    } else {
+                        format!("t{n}-{i}")
+                    };
+                    let locator = format!("q-{id}");
+                    let body = vendor(
+                        &id,
+                        "race.com",
+                        &[("questionnaire.pdf", &locator, "Security matters.")],
+                    );
+                    ask(store.as_ref(), pack, "a", &body, at(0));
+                }
+            });
+        }
+    });
+    let record = first.case("a", "vendor-risk", "race.com").unwrap().unwrap();
+    assert_eq!(
+        record.attempts.len(),
+        4,
+        "the limit of 3 and the one extra progress earns"
+    );
+    let mut ids: Vec<&str> = record
+        .attempts
+        .iter()
+        .map(|a| a.record.execution_id.as_str())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 4);
+}
+
+/// Invariant 7: a planted excerpt is in no row of any table.
+#[test]
+fn a_planted_excerpt_is_in_no_table() {
+    let Some(store) = crate::fresh() else { return };
+    let planted = "The vendor does not process any customer data (planted-7c1e).";
+    ask(
+        &*store,
+        &shipped("vendor-risk"),
+        "a",
+        &vendor("e1", "p.com", &[("dpa.pdf", "§4.2", planted)]),
+        at(0),
+    );
+    let mut client = postgres::Client::connect(&super_base(), postgres::NoTls).unwrap();
+    let schema = &store.schema_name();
+    for table in ["cases", "attempts", "reviews", "events"] {
+        let rows = client
+            .query(&format!("SELECT t::text FROM {schema}.{table} t"), &[])
+            .unwrap();
+        for row in rows {
+            let text: String = row.get(0);
+            assert!(!text.contains("planted-7c1e"), "{table}: {text}");
+        }
+    }
+    let rows = client
+        .query(&format!("SELECT t::text FROM {schema}.attempts t"), &[])
+        .unwrap();
+    assert_eq!(rows.len(), 1, "sanity: the attempt was stored");
+}
+
+/// Connecting again runs no migration twice.
+#[test]
+fn reconnecting_keeps_the_ledger() {
+    let Some(store) = crate::fresh() else { return };
+    let pack = shipped("vendor-risk");
+    ask(&*store, &pack, "a", &vendor("e1", "x.com", &[]), at(0));
+    let again = store.second();
+    let answer = ask(
+        &again,
+        &pack,
+        "a",
+        &vendor("e2", "x.com", &[("a", "b", "c")]),
+        at(1),
+    );
+    assert_eq!(answer.result()["attempts"]["used"], 2);
+}
+
+fn super_base() -> String {
+    std::env::var(crate::ENV).unwrap()
+}
