@@ -27,7 +27,7 @@ impl Catalog {
         let mut issues = Vec::new();
         let mut packs = BTreeMap::new();
         let mut pack_files = Vec::new();
-        for file in pack_files_in(&config.packs, &mut issues) {
+        for file in toml_files_in(&config.packs, &mut issues) {
             let origin = file.display().to_string();
             let text = match std::fs::read_to_string(&file) {
                 Ok(text) => text,
@@ -57,8 +57,8 @@ impl Catalog {
             }
         }
         let mut files = Vec::new();
-        for path in &config.rules {
-            match std::fs::read_to_string(path) {
+        for path in toml_files_in(&config.rules, &mut issues) {
+            match std::fs::read_to_string(&path) {
                 Ok(text) => files.push((path.display().to_string(), text)),
                 Err(e) => issues.push(Issue::new(
                     path.display().to_string(),
@@ -89,8 +89,8 @@ impl Catalog {
     }
 }
 
-/// The pack files: each file named, and each directory's `*.toml` files in name order.
-fn pack_files_in(paths: &[PathBuf], issues: &mut Vec<Issue>) -> Vec<PathBuf> {
+/// Each file named, and each directory's `*.toml` files in name order.
+fn toml_files_in(paths: &[PathBuf], issues: &mut Vec<Issue>) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for path in paths {
         if path.is_dir() {
@@ -116,7 +116,7 @@ fn pack_files_in(paths: &[PathBuf], issues: &mut Vec<Issue>) -> Vec<PathBuf> {
             issues.push(Issue::new(
                 path.display().to_string(),
                 "not_found",
-                "no such pack file or folder",
+                "no such file or folder",
             ));
         }
     }

@@ -26,7 +26,8 @@ pub struct Config {
     pub db: PathBuf,
     /// Pack files, or directories whose `*.toml` files are packs.
     pub packs: Vec<PathBuf>,
-    /// Classifier rule files, in front of the built-in rules.
+    /// Classifier rule files, or directories whose `*.toml` files are rule files (in name
+    /// order), in front of the built-in rules.
     pub rules: Vec<PathBuf>,
     /// Request limits.
     pub limits: Limits,

@@ -138,3 +138,23 @@ fn a_reload_drops_no_request_and_a_bad_one_keeps_the_old_packs() {
     let ready = server.get("/readyz", None).json();
     assert_eq!(ready["jobs"], json!(["po-acknowledgement", "vendor-risk"]));
 }
+
+#[test]
+fn rule_folders_are_loaded_in_name_order() {
+    let dir = std::env::temp_dir().join(format!("backstop-http-rules-{}", std::process::id()));
+    let rules = dir.join("rules");
+    std::fs::create_dir_all(&rules).unwrap();
+    std::fs::write(
+        rules.join("a.toml"),
+        "[[rules]]\nid = \"mine.frob\"\nclass = \"business\"\nwhen = { message = \"frobnicator declined\" }\nreason = \"The frobnicator said no.\"\n",
+    )
+    .unwrap();
+    let server = start_with(|config| config.rules = vec![rules.clone()]);
+    let answer = server.post(
+        "/v1/classify",
+        Some(AGENT_A),
+        &json!({"message": "the frobnicator declined"}),
+    );
+    assert_eq!(answer.json()["rule"], "mine.frob", "{}", answer.text);
+    let _ = std::fs::remove_dir_all(&dir);
+}
