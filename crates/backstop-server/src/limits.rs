@@ -63,8 +63,8 @@ pub async fn timeout(State(state): State<Arc<AppState>>, request: Request, next:
             StatusCode::SERVICE_UNAVAILABLE,
             "timeout",
             format!(
-                "the request took longer than {} ms; an attempt is counted only if a result came \
-                 back, so send it again with the same execution_id",
+                "the request took longer than {} ms; an attempt may still have been counted, so \
+                 send it again with the same execution_id (a resend is never counted twice)",
                 limit.as_millis()
             ),
         );

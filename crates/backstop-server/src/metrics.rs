@@ -68,7 +68,8 @@ impl Metrics {
         });
     }
 
-    /// The text of `/metrics`; `breakers` is each tool's breaker state.
+    /// The text of `/metrics`; `breakers` is each tool's breaker state. Label values are
+    /// escaped as the text format requires.
     pub fn render(&self, breakers: &[(String, String)]) -> String {
         let c = self
             .inner
@@ -81,6 +82,7 @@ impl Metrics {
         );
         let _ = writeln!(out, "# TYPE backstop_requests_total counter");
         for ((method, route, status), n) in &c.requests {
+            let (method, route) = (escape(method), escape(route));
             let _ = writeln!(
                 out,
                 "backstop_requests_total{{method=\"{method}\",route=\"{route}\",status=\"{status}\"}} {n}"
@@ -111,6 +113,7 @@ impl Metrics {
         );
         let _ = writeln!(out, "# TYPE backstop_breaker_state gauge");
         for (tool, state) in breakers {
+            let (tool, state) = (escape(tool), escape(state));
             let _ = writeln!(
                 out,
                 "backstop_breaker_state{{tool=\"{tool}\",state=\"{state}\"}} 1"
@@ -132,5 +135,30 @@ impl Metrics {
         let _ = writeln!(out, "backstop_store_seconds_sum {}", c.store_sum);
         let _ = writeln!(out, "backstop_store_seconds_count {}", c.store_count);
         out
+    }
+}
+
+/// A label value with `\\`, `"` and newlines escaped.
+fn escape(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn label_values_cannot_break_the_format() {
+        let text = super::Metrics::default()
+            .render(&[("x\"} 1\nfake_metric 9\n#".to_owned(), "closed".to_owned())]);
+        assert!(
+            !text.lines().any(|l| l.starts_with("fake_metric")),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"tool="x\"} 1\nfake_metric 9\n#""#),
+            "{text}"
+        );
     }
 }

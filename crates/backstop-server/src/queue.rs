@@ -6,7 +6,7 @@
 //! busy while there is work, and leaves the async workers free.
 
 use std::sync::Arc;
-use std::sync::mpsc::{self, Sender};
+use std::sync::mpsc::{self, SyncSender, TrySendError};
 use std::thread;
 
 use backstop_core::case::Request;
@@ -22,10 +22,22 @@ struct Job {
     answer: oneshot::Sender<(Result<Reply, StoreError>, std::time::Duration)>,
 }
 
+/// Attempts waiting at most; past it a request is answered 503 at once rather than queued.
+pub const QUEUE_BOUND: usize = 4096;
+
+/// Why an attempt did not reach the ledger.
+#[derive(Debug)]
+pub enum QueueError {
+    /// The queue is full: the service is over its capacity.
+    Full,
+    /// The attempt thread has stopped.
+    Stopped,
+}
+
 /// The queue of attempts and the thread that runs them.
 #[derive(Debug)]
 pub struct AttemptQueue {
-    jobs: Sender<Job>,
+    jobs: SyncSender<Job>,
 }
 
 impl std::fmt::Debug for Job {
@@ -39,16 +51,29 @@ impl std::fmt::Debug for Job {
 impl AttemptQueue {
     /// Starts the thread; it stops when the queue is dropped.
     pub fn start(store: Arc<dyn Store>) -> std::io::Result<AttemptQueue> {
-        let (jobs, queued) = mpsc::channel::<Job>();
+        let (jobs, queued) = mpsc::sync_channel::<Job>(QUEUE_BOUND);
         thread::Builder::new()
             .name("backstop-attempts".to_owned())
             .spawn(move || {
                 while let Ok(job) = queued.recv() {
                     let started = std::time::Instant::now();
                     // The time is taken when the attempt runs, in arrival order, so the ledger's
-                    // times never go backwards.
-                    let reply = store.decide(job.pack, &job.caller, job.request, Timestamp::now());
-                    let _ = job.answer.send((reply, started.elapsed()));
+                    // times never go backwards. A panic fails this attempt, not the thread.
+                    let Job {
+                        pack,
+                        caller,
+                        request,
+                        answer,
+                    } = job;
+                    let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        store.decide(pack, &caller, request, Timestamp::now())
+                    }))
+                    .unwrap_or_else(|_| {
+                        Err(StoreError::Database(
+                            "an attempt panicked; see the log".to_owned(),
+                        ))
+                    });
+                    let _ = answer.send((reply, started.elapsed()));
                 }
             })?;
         Ok(AttemptQueue { jobs })
@@ -61,7 +86,7 @@ impl AttemptQueue {
         pack: Arc<Pack>,
         caller: String,
         request: Request,
-    ) -> Result<(Result<Reply, StoreError>, std::time::Duration), StoreError> {
+    ) -> Result<(Result<Reply, StoreError>, std::time::Duration), QueueError> {
         let (answer, answered) = oneshot::channel();
         let job = Job {
             pack,
@@ -69,7 +94,10 @@ impl AttemptQueue {
             request,
             answer,
         };
-        self.jobs.send(job).map_err(|_| StoreError::Closed)?;
-        answered.await.map_err(|_| StoreError::Closed)
+        self.jobs.try_send(job).map_err(|e| match e {
+            TrySendError::Full(_) => QueueError::Full,
+            TrySendError::Disconnected(_) => QueueError::Stopped,
+        })?;
+        answered.await.map_err(|_| QueueError::Stopped)
     }
 }

@@ -20,6 +20,21 @@ use serde::Serialize;
 mod codec;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_password_is_never_shown() {
+        assert_eq!(
+            super::display_location("postgres://app:s3cret@db:5432/ledger?sslmode=disable"),
+            "postgres://app:***@db:5432/ledger?sslmode=disable"
+        );
+        assert_eq!(
+            super::display_location("postgresql://app@db/l"),
+            "postgresql://app@db/l"
+        );
+        assert_eq!(super::display_location("./backstop.db"), "./backstop.db");
+    }
+}
 mod sqlite;
 
 pub use backstop_core as core;
@@ -32,13 +47,34 @@ pub use sqlite::SqliteStore;
 pub fn open(location: &str) -> Result<Box<dyn Store>, StoreError> {
     if is_postgres_url(location) {
         #[cfg(feature = "postgres")]
-        return Ok(Box::new(PostgresStore::connect(location)?));
+        return Ok(Box::new(PostgresStore::connect(location).map_err(|e| {
+            StoreError::Database(e.to_string().replace(location, &display_location(location)))
+        })?));
         #[cfg(not(feature = "postgres"))]
         return Err(StoreError::Database(
             "this backstop was built without PostgreSQL support (feature `postgres`)".to_owned(),
         ));
     }
     Ok(Box::new(SqliteStore::open(location)?))
+}
+
+/// `location` fit to show: a `PostgreSQL` URL's password replaced by `***`.
+pub fn display_location(location: &str) -> String {
+    if !is_postgres_url(location) {
+        return location.to_owned();
+    }
+    let (scheme, rest) = location.split_once("://").unwrap_or(("postgres", location));
+    let (authority, tail) = match rest.find(['/', '?']) {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    match authority.rsplit_once('@') {
+        Some((user, host)) if user.contains(':') => {
+            let name = user.split(':').next().unwrap_or_default();
+            format!("{scheme}://{name}:***@{host}{tail}")
+        }
+        _ => location.to_owned(),
+    }
 }
 
 /// Whether `location` is a `PostgreSQL` URL rather than a file path.

@@ -116,7 +116,7 @@ pub struct ServeArgs {
     pub listen: Option<String>,
     /// The ledger: a `SQLite` file or a `postgres://` URL (overrides the config's `db`; default
     /// ./backstop.db).
-    #[arg(long, value_name = "PATH", env = crate::settings::ENV_DB)]
+    #[arg(long, value_name = "PATH", env = crate::settings::ENV_DB, hide_env_values = true)]
     pub db: Option<PathBuf>,
     /// The service's TOML config: listen, db, packs, rules, limits, keys.
     #[arg(long, value_name = "FILE")]
@@ -183,7 +183,7 @@ Exit codes:
 #[derive(Debug, Args)]
 pub struct DbArgs {
     /// The ledger: a `SQLite` file (created if missing), or a `postgres://` URL.
-    #[arg(long, value_name = "PATH", default_value = "./backstop.db", env = crate::settings::ENV_DB)]
+    #[arg(long, value_name = "PATH", default_value = "./backstop.db", env = crate::settings::ENV_DB, hide_env_values = true)]
     pub db: PathBuf,
 }
 
@@ -221,9 +221,13 @@ pub struct CasesShowArgs {
     /// The job.
     #[arg(long)]
     pub job: String,
-    /// The case id, as results return it in `case.id` (normalized).
+    /// The case id, as results return it in `case.id`; with `--pack`, an id-mode subject is
+    /// normalized first (`Northwind.com` finds `northwind.com`).
     #[arg(long = "case", value_name = "ID")]
     pub case_id: String,
+    /// The job's pack, to normalize `--case` by its match rule.
+    #[arg(long, value_name = "FILE")]
+    pub pack: Option<PathBuf>,
     /// Whose case it is.
     #[arg(long, value_name = "NAME", default_value = "local")]
     pub caller: String,

@@ -48,7 +48,8 @@ pub fn attempt(pack: &Pack, state: &CaseState, request: &Request, now: Timestamp
     let counted: Vec<&AttemptRecord> = state
         .attempts
         .iter()
-        .filter(|a| a.at + pack.attempts.window > now)
+        // `duration_since` cannot overflow, whatever the times and the window.
+        .filter(|a| now.duration_since(a.at) < pack.attempts.window)
         .collect();
     let lane_retry = match &state.review {
         None => false,
@@ -153,7 +154,8 @@ pub fn attempt(pack: &Pack, state: &CaseState, request: &Request, now: Timestamp
         open_review: (result.status == ResultStatus::Held && state.review.is_none()).then(|| {
             let lane = result.outcome.clone().unwrap_or_default();
             NewReview {
-                retry_allowed: pack.outcome(&lane).is_some_and(|o| o.allow_retry > 0),
+                // Only a retry this result offers: a lane's retry past the limit is none.
+                retry_allowed: result.attempts.next == Some(Next::Retry),
                 escalation: result
                     .escalation
                     .as_ref()
@@ -203,6 +205,7 @@ fn resolve_case(
             opening_hash,
             candidate,
         } => {
+            // With no excerpt text there is nothing to recognize a fresh start by.
             if let Some(reused) = &state.case_id {
                 let view = CaseView {
                     id: reused.clone(),
@@ -227,7 +230,7 @@ fn resolve_case(
             };
             let open = NewCase {
                 issued: true,
-                opening_hash: Some(opening_hash.clone()),
+                opening_hash: opening_hash.clone(),
             };
             Ok((view, Some(open)))
         }

@@ -131,8 +131,9 @@ pub enum CaseLookup {
     /// An issued-mode first request: reuse the caller's case opened with the same excerpts in
     /// the last 24 hours, or open a new one with `candidate` as its id.
     Open {
-        /// The hash of the request's excerpt texts.
-        opening_hash: String,
+        /// The hash of the request's excerpt texts; `None` when it sent none, so it can only
+        /// open a new case.
+        opening_hash: Option<String>,
         /// The id a new case gets.
         candidate: String,
     },
@@ -523,15 +524,19 @@ fn case_lookup(
             if let Some(id) = id_value {
                 return named_id(id, crate::pack::MatchRule::Exact, true, issues);
             }
-            let texts = questions.iter().flat_map(|(key, evidence)| {
-                evidence
-                    .excerpts
-                    .iter()
-                    .flatten()
-                    .map(move |e| (key.as_str(), e.text.as_str()))
-            });
+            let texts: Vec<(&str, &str)> = questions
+                .iter()
+                .flat_map(|(key, evidence)| {
+                    evidence
+                        .excerpts
+                        .iter()
+                        .flatten()
+                        .map(move |e| (key.as_str(), e.text.as_str()))
+                })
+                .filter(|(_, text)| !text.trim().is_empty())
+                .collect();
             Some(CaseLookup::Open {
-                opening_hash: opening_hash(texts),
+                opening_hash: (!texts.is_empty()).then(|| opening_hash(texts.into_iter())),
                 candidate: issued_case_id(caller, &pack.job, execution_id),
             })
         }

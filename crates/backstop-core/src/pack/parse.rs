@@ -15,6 +15,9 @@ use super::{
 use crate::classify::matcher::{compile_regex, wrong_form};
 use crate::issue::{Issue, join_path};
 
+/// The longest attempt window a pack may set: a year.
+const MAX_WINDOW: SignedDuration = SignedDuration::from_hours(8784);
+
 const TOP_KEYS: [&str; 13] = [
     "job",
     "title",
@@ -259,11 +262,13 @@ fn parse_attempts(top: &Reader<'_>, issues: &mut Vec<Issue>) -> AttemptLimits {
     attempts.max = r.count("max", 1, issues).unwrap_or(3);
     if let Some(text) = r.string("window", issues) {
         match text.parse::<SignedDuration>() {
-            Ok(window) if window.is_positive() => attempts.window = window,
+            Ok(window) if window.is_positive() && window <= MAX_WINDOW => {
+                attempts.window = window;
+            }
             Ok(_) => issues.push(Issue::new(
                 r.at("window"),
                 "out_of_range",
-                "the window must be longer than zero",
+                "the window must be longer than zero and at most 8784h (a year)",
             )),
             Err(e) => issues.push(Issue::new(
                 r.at("window"),

@@ -239,4 +239,23 @@ next_step = "n"
             .collect();
         assert_eq!(found, [("rules[0].when.received[1]", "never_matches")]);
     }
+
+    #[test]
+    fn a_window_past_a_year_is_refused() {
+        let text = r#"
+job = "j"
+title = "t"
+identity = { mode = "issued" }
+attempts = { escalate = "desk", window = "90000000h" }
+unresolved = { next_step = "n", escalate = "desk" }
+[[escalations]]
+id = "desk"
+why = "w"
+to = "t"
+next_step = "n"
+"#;
+        let issues = parse_pack(text).unwrap_err();
+        assert_eq!(issues[0].path, "attempts.window");
+        assert_eq!(issues[0].code, "out_of_range");
+    }
 }

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use axum::Json;
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -13,6 +14,7 @@ use backstop_store::{CaseRecord, Reply};
 use crate::auth::Caller;
 use crate::body::JsonBody;
 use crate::error::ApiError;
+use crate::queue::QueueError;
 use crate::state::AppState;
 
 /// One attempt on a case of `job`, for the authenticated caller.
@@ -25,17 +27,29 @@ use crate::state::AppState;
     security(("key" = [])))]
 pub async fn decide(
     State(state): State<Arc<AppState>>,
-    Path(job): Path<String>,
+    job: Result<Path<String>, PathRejection>,
     caller: Caller,
     JsonBody(value): JsonBody,
 ) -> Result<Response, ApiError> {
+    let Path(job) = job.map_err(bad_path)?;
     let pack = pack_for(&state, &job)?;
     let request = parse_request(&pack, &caller.id, &value).map_err(ApiError::malformed)?;
-    let (reply, took) = state
-        .attempts
-        .decide(pack, caller.id, request)
-        .await
-        .map_err(|e| ApiError::internal("the attempt queue failed", &e))?;
+    let (reply, took) = match state.attempts.decide(pack, caller.id, request).await {
+        Ok(answer) => answer,
+        Err(QueueError::Full) => {
+            let mut busy = ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "busy",
+                "too many attempts are waiting for the ledger; nothing was counted: send the \
+                 same request again later",
+            );
+            busy.retry_after = Some(1);
+            return Err(busy);
+        }
+        Err(QueueError::Stopped) => {
+            return Err(ApiError::internal("the attempt queue", &"has stopped"));
+        }
+    };
     let reply = reply.map_err(|e| ApiError::internal("the ledger failed", &e))?;
     state.metrics.store_latency(took);
     match reply {
@@ -66,9 +80,10 @@ pub async fn decide(
     security(("key" = [])))]
 pub async fn show(
     State(state): State<Arc<AppState>>,
-    Path((job, id)): Path<(String, String)>,
+    path: Result<Path<(String, String)>, PathRejection>,
     caller: Caller,
 ) -> Result<Json<CaseRecord>, ApiError> {
+    let Path((job, id)) = path.map_err(bad_path)?;
     let pack = pack_for(&state, &job)?;
     // A subject named by id is looked up as the results name it: normalized.
     let id = match pack.identity.mode {
@@ -90,6 +105,16 @@ pub async fn show(
             format!("caller `{}` has no case `{id}` on job `{job}`", caller.id),
         )
     })
+}
+
+/// A path that could not be read, in the refusal shape (a `map_err` callback, so by value).
+#[allow(clippy::needless_pass_by_value)]
+pub fn bad_path(rejection: PathRejection) -> ApiError {
+    ApiError::malformed(vec![backstop_core::Issue::new(
+        "path",
+        "bad_path",
+        rejection.body_text(),
+    )])
 }
 
 /// The pack of `job`, or 404 `unknown_job` naming the jobs there are.

@@ -51,12 +51,15 @@ struct FailureEvent {
     security(("key" = [])))]
 pub async fn recover(
     State(state): State<Arc<AppState>>,
-    _caller: Caller,
+    caller: Caller,
     JsonBody(value): JsonBody,
 ) -> Result<Json<Step>, ApiError> {
     let body: RecoverBody = typed(value)?;
     let mut issues = Vec::new();
     check_name(&body.task, "task", &mut issues);
+    if let Some(tool) = body.context.as_ref().and_then(|c| c.tool.as_deref()) {
+        check_name(tool, "context.tool", &mut issues);
+    }
     let report = match Report::from_json(&body.report.to_string()) {
         Ok(report) => Some(report),
         Err(found) => {
@@ -77,19 +80,23 @@ pub async fn recover(
         error: given.error.or_else(|| Some(report.summary())),
         request: given.request,
     };
+    if let Some(tool) = context.tool.as_deref() {
+        check_name(tool, "report.tool", &mut issues);
+        if !issues.is_empty() {
+            return Err(ApiError::malformed(issues));
+        }
+    }
     let now = Timestamp::now();
     let classification = classify(&state.catalog().rules, &report, now);
+    // A task is the caller's own: another caller's task of the same name is another task.
+    let task = task_key(&caller.id, &body.task);
     let mut hinter = lock(&state);
-    let step = hinter.next(&body.task, &classification, &context, now);
-    let event = FailureEvent {
-        classification,
-        context,
-    };
+    let step = hinter.next(&task, &classification, &context, now);
     state.journal(&CallEvent {
         at: now,
         kind: "failure".to_owned(),
-        subject: body.task,
-        body: serde_json::to_string(&event).unwrap_or_default(),
+        subject: task,
+        body: serde_json::to_string(&redacted(classification, context)).unwrap_or_default(),
     });
     Ok(Json(step))
 }
@@ -197,6 +204,9 @@ pub async fn tools(State(state): State<Arc<AppState>>, _caller: Caller) -> Json<
 pub struct GrantBody {
     /// The task whose next unclassified failure may be retried once.
     task: String,
+    /// Whose task it is (default: the operator's own).
+    #[serde(default)]
+    caller: Option<String>,
 }
 
 /// A grant, as made.
@@ -204,6 +214,8 @@ pub struct GrantBody {
 pub struct GrantAnswer {
     /// The task.
     task: String,
+    /// Whose task.
+    caller: String,
     /// What was granted.
     granted: String,
     /// The operator.
@@ -223,20 +235,24 @@ pub async fn grants(
     let body: GrantBody = typed(value)?;
     let mut issues = Vec::new();
     check_name(&body.task, "task", &mut issues);
+    let owner = body.caller.unwrap_or_else(|| caller.id.clone());
+    check_name(&owner, "caller", &mut issues);
     if !issues.is_empty() {
         return Err(ApiError::malformed(issues));
     }
     let now = Timestamp::now();
+    let task = task_key(&owner, &body.task);
     let mut hinter = lock(&state);
-    hinter.grant(&body.task);
+    hinter.grant(&task);
     state.journal(&CallEvent {
         at: now,
         kind: "grant".to_owned(),
-        subject: body.task.clone(),
+        subject: task,
         body: json!({"by": caller.id}).to_string(),
     });
     Ok(Json(GrantAnswer {
         task: body.task,
+        caller: owner,
         granted: "one retry of the task's next unclassified failure".to_owned(),
         by: caller.id,
     }))
@@ -285,11 +301,34 @@ fn lock(state: &AppState) -> std::sync::MutexGuard<'_, Hinter> {
 }
 
 fn check_name(name: &str, path: &str, issues: &mut Vec<Issue>) {
-    if name.trim().is_empty() || name.chars().count() > MAX_NAME_CHARS {
+    if name.trim().is_empty()
+        || name.chars().count() > MAX_NAME_CHARS
+        || name.chars().any(char::is_control)
+    {
         issues.push(Issue::new(
             path,
             "bad_name",
-            format!("`{path}` is 1 to {MAX_NAME_CHARS} characters, not blank"),
+            format!(
+                "`{path}` is 1 to {MAX_NAME_CHARS} characters, not blank, no control characters"
+            ),
         ));
+    }
+}
+
+/// The hinter's key for a caller's task.
+fn task_key(caller: &str, task: &str) -> String {
+    format!("{caller}\u{1f}{task}")
+}
+
+/// What is journaled of a failure, with secrets taken out of its free text.
+fn redacted(mut classification: Classification, mut context: Context) -> FailureEvent {
+    use backstop_core::verify::redact::redact;
+    for evidence in &mut classification.evidence {
+        evidence.value = redact(&evidence.value).0;
+    }
+    context.error = context.error.map(|e| redact(&e).0);
+    FailureEvent {
+        classification,
+        context,
     }
 }

@@ -119,11 +119,12 @@ pub struct ResolveBody {
     security(("key" = [])))]
 pub async fn resolve(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    id: Result<Path<String>, axum::extract::rejection::PathRejection>,
     caller: Caller,
     JsonBody(value): JsonBody,
 ) -> Result<Json<ReviewItem>, ApiError> {
     caller.require_operator("resolve a review item")?;
+    let Path(id) = id.map_err(crate::routes::cases::bad_path)?;
     let body: ResolveBody = typed(value)?;
     let mut issues = Vec::new();
     let id: Option<i64> = id.parse().ok();

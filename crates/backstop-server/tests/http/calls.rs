@@ -96,3 +96,32 @@ fn task_state_survives_a_restart() {
     let third = restarted.post("/v1/recover", Some(AGENT_A), &body).json();
     assert_eq!(third["attempts"]["class_used"], 3, "{third}");
 }
+
+#[test]
+fn a_task_is_the_callers_own() {
+    let server = start();
+    let denied = json!({"task": "build-1", "report": {"http_status": 403, "error_code": "content_policy_violation"}});
+    let step = server
+        .post("/v1/recover", Some(crate::support::AGENT_B), &denied)
+        .json();
+    assert_eq!(step["action"], "stop");
+    let mine = json!({"task": "build-1", "report": {"http_status": 503}});
+    let step = server.post("/v1/recover", Some(AGENT_A), &mine).json();
+    assert_eq!(
+        step["action"], "retry_same",
+        "B's denial stopped B's task, not A's: {step}"
+    );
+    assert_eq!(step["attempts"]["task_used"], 1);
+}
+
+#[test]
+fn a_tool_name_cannot_carry_control_characters() {
+    let server = start();
+    let body =
+        json!({"task": "t", "report": {"http_status": 503}, "context": {"tool": "x\"} 1\nfake 9"}});
+    let answer = server.post("/v1/recover", Some(AGENT_A), &body);
+    assert_eq!(
+        (answer.status, answer.refused()),
+        (400, "malformed".to_owned())
+    );
+}

@@ -140,6 +140,11 @@ fn bad_json_unknown_routes_and_methods_are_refusals() {
     assert_eq!(syntax.json()["error"]["issues"][0]["code"], "bad_json");
     let array = server.call("POST", PATH, Some(AGENT_A), Some("[]"));
     assert_eq!(array.refused(), "malformed");
+    let bad_path = server.call("POST", "/v1/jobs/%FF/decisions", Some(AGENT_A), Some("{}"));
+    assert_eq!(
+        (bad_path.status, bad_path.refused()),
+        (400, "malformed".to_owned())
+    );
     let route = server.get("/v2/nothing", Some(AGENT_A));
     assert_eq!(
         (route.status, route.refused()),

@@ -28,7 +28,14 @@ pub fn decide(
     lock(&mut tx, &[caller, job, "execution", &request.execution_id])?;
     match &request.case {
         CaseLookup::Named { id, .. } => lock(&mut tx, &[caller, job, "case", id])?,
-        CaseLookup::Open { .. } => lock(&mut tx, &[caller, job, "issued"])?,
+        CaseLookup::Open { opening_hash, .. } => {
+            lock(&mut tx, &[caller, job, "issued"])?;
+            // A fresh start that reuses a case must also hold that case's lock, or it could
+            // race a retry naming the case.
+            if let Some(id) = reused_case(&mut tx, job, caller, opening_hash.as_deref(), now)? {
+                lock(&mut tx, &[caller, job, "case", &id])?;
+            }
+        }
     }
     let (state, cycle) = load(&mut tx, job, caller, request, now)?;
     match attempt(pack, &state, request, now) {
@@ -40,6 +47,45 @@ pub fn decide(
             Ok(Reply::Counted(result))
         }
     }
+}
+
+/// The lock every attempt on a case takes (after its execution id's).
+pub fn lock_case(
+    tx: &mut Transaction<'_>,
+    caller: &str,
+    job: &str,
+    case_id: &str,
+) -> Result<(), StoreError> {
+    lock(tx, &[caller, job, "case", case_id])
+}
+
+/// The issued case a first request with these excerpts would reuse, if any.
+fn reused_case(
+    tx: &mut Transaction<'_>,
+    job: &str,
+    caller: &str,
+    opening_hash: Option<&str>,
+    now: Timestamp,
+) -> Result<Option<String>, StoreError> {
+    let Some(opening_hash) = opening_hash else {
+        return Ok(None);
+    };
+    let since = lookback(now);
+    Ok(tx
+        .query_opt(
+            "SELECT case_id FROM cases
+             WHERE caller = $1 AND job = $2 AND opening_hash = $3 AND opened_at > $4
+             ORDER BY opened_at DESC LIMIT 1",
+            &[&caller, &job, &opening_hash, &since],
+        )?
+        .map(|row| row.get(0)))
+}
+
+/// The start of the issued-case lookback, in stored milliseconds.
+fn lookback(now: Timestamp) -> i64 {
+    now.checked_sub(ISSUED_LOOKBACK)
+        .unwrap_or(Timestamp::MIN)
+        .as_millisecond()
 }
 
 /// A transaction-scoped advisory lock on the parts, joined.
@@ -76,18 +122,19 @@ fn load(
     if state.execution.is_some() {
         return Ok((state, 0));
     }
-    let since = (now - ISSUED_LOOKBACK).as_millisecond();
-    let found = match &request.case {
-        CaseLookup::Named { id, .. } => tx.query_opt(
+    let since = lookback(now);
+    let named = match &request.case {
+        CaseLookup::Named { id, .. } => Some(id.clone()),
+        CaseLookup::Open { opening_hash, .. } => {
+            reused_case(tx, job, caller, opening_hash.as_deref(), now)?
+        }
+    };
+    let found = match named {
+        Some(id) => tx.query_opt(
             "SELECT case_id, cycle FROM cases WHERE caller = $1 AND job = $2 AND case_id = $3",
-            &[&caller, &job, id],
+            &[&caller, &job, &id],
         )?,
-        CaseLookup::Open { opening_hash, .. } => tx.query_opt(
-            "SELECT case_id, cycle FROM cases
-             WHERE caller = $1 AND job = $2 AND opening_hash = $3 AND opened_at > $4
-             ORDER BY opened_at DESC LIMIT 1",
-            &[&caller, &job, opening_hash, &since],
-        )?,
+        None => None,
     };
     let Some(row) = found else {
         if matches!(request.case, CaseLookup::Open { .. }) {
@@ -220,10 +267,11 @@ fn apply(
             &change.execution.result,
         ],
     )?;
-    let next_cycle = if change.end_cycle { cycle + 1 } else { cycle };
+    // Relative, so nothing read before this transaction's locks can undo a resolution.
     tx.execute(
-        "UPDATE cases SET last_at = $4, cycle = $5 WHERE caller = $1 AND job = $2 AND case_id = $3",
-        &[&caller, &job, case_id, &at, &int(next_cycle)],
+        "UPDATE cases SET last_at = $4, cycle = cycle + $5
+         WHERE caller = $1 AND job = $2 AND case_id = $3",
+        &[&caller, &job, case_id, &at, &i64::from(change.end_cycle)],
     )?;
     if let Some(review) = &change.open_review {
         tx.execute(
@@ -249,7 +297,7 @@ fn apply(
         tx.execute(
             "UPDATE reviews SET resolved_at = $2, resolved_by = 'backstop', decision = $3,
                                 note = 'decided by the retry the lane allowed'
-             WHERE id = $1",
+             WHERE id = $1 AND resolved_at IS NULL",
             &[&id, &at, &record.outcome],
         )?;
     }

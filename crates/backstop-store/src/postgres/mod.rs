@@ -52,7 +52,11 @@ impl PostgresStore {
         &self,
         work: impl FnOnce(&mut Client) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let mut client = self.client.lock().map_err(|_| StoreError::Closed)?;
+        let mut client = self
+            .client
+            .lock()
+            // A panic mid-call rolled its transaction back: the connection is sound.
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         work(&mut client)
     }
 }

@@ -83,11 +83,16 @@ pub fn resolve(
     now: Timestamp,
 ) -> Result<ReviewItem, StoreError> {
     let mut tx = client.transaction()?;
+    let select = format!("SELECT {REVIEW_COLUMNS} FROM reviews WHERE id = $1");
+    let found = tx
+        .query_opt(&select, &[&id])?
+        .ok_or_else(|| StoreError::NotFound(format!("no review item {id}")))?;
+    let owner = review_row(&found)?;
+    // The case's lock first, as every attempt takes it, then the row: an attempt racing this
+    // resolution waits for it, or this waits for the attempt.
+    super::ledger::lock_case(&mut tx, &owner.caller, &owner.job, &owner.case_id)?;
     let row = tx
-        .query_opt(
-            &format!("SELECT {REVIEW_COLUMNS} FROM reviews WHERE id = $1 FOR UPDATE"),
-            &[&id],
-        )?
+        .query_opt(&format!("{select} FOR UPDATE"), &[&id])?
         .ok_or_else(|| StoreError::NotFound(format!("no review item {id}")))?;
     let item = review_row(&row)?;
     if let Some(done) = &item.resolution {

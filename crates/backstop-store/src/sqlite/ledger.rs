@@ -63,7 +63,7 @@ fn load(
     if state.execution.is_some() {
         return Ok((state, 0));
     }
-    let since = millis(now - ISSUED_LOOKBACK);
+    let since = millis(now.checked_sub(ISSUED_LOOKBACK).unwrap_or(Timestamp::MIN));
     let found: Option<(String, u32)> = match &request.case {
         CaseLookup::Named { id, .. } => tx
             .prepare_cached(
@@ -73,7 +73,13 @@ fn load(
                 Ok((row.get(0)?, row.get(1)?))
             })
             .optional()?,
-        CaseLookup::Open { opening_hash, .. } => tx
+        CaseLookup::Open {
+            opening_hash: None, ..
+        } => None,
+        CaseLookup::Open {
+            opening_hash: Some(opening_hash),
+            ..
+        } => tx
             .prepare_cached(
                 "SELECT case_id, cycle FROM cases
                  WHERE caller = ?1 AND job = ?2 AND opening_hash = ?3 AND opened_at > ?4
@@ -232,11 +238,18 @@ fn apply(
         change.execution.fingerprint,
         change.execution.result,
     ])?;
-    let next_cycle = if change.end_cycle { cycle + 1 } else { cycle };
+    // Relative, so nothing read before this transaction's lock can undo a resolution.
     tx.prepare_cached(
-        "UPDATE cases SET last_at = ?4, cycle = ?5 WHERE caller = ?1 AND job = ?2 AND case_id = ?3",
+        "UPDATE cases SET last_at = ?4, cycle = cycle + ?5
+         WHERE caller = ?1 AND job = ?2 AND case_id = ?3",
     )?
-    .execute(params![caller, job, case_id, at, next_cycle])?;
+    .execute(params![
+        caller,
+        job,
+        case_id,
+        at,
+        i64::from(change.end_cycle)
+    ])?;
     if let Some(review) = &change.open_review {
         tx.prepare_cached(
             "INSERT INTO reviews (caller, job, case_id, lane, escalation, reason, opened_at,
@@ -262,7 +275,7 @@ fn apply(
         tx.prepare_cached(
             "UPDATE reviews SET resolved_at = ?2, resolved_by = 'backstop', decision = ?3,
                                 note = 'decided by the retry the lane allowed'
-             WHERE id = ?1",
+             WHERE id = ?1 AND resolved_at IS NULL",
         )?
         .execute(params![id, at, record.outcome])?;
     }

@@ -67,7 +67,11 @@ impl SqliteStore {
         &self,
         work: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let mut connection = self.writer.lock().map_err(|_| StoreError::Closed)?;
+        let mut connection = self
+            .writer
+            .lock()
+            // A panic mid-call rolled its transaction back: the connection is sound.
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         work(&mut connection)
     }
 
@@ -75,7 +79,11 @@ impl SqliteStore {
         &self,
         work: impl FnOnce(&Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let connection = self.reader.lock().map_err(|_| StoreError::Closed)?;
+        let connection = self
+            .reader
+            .lock()
+            // A panic mid-call rolled its transaction back: the connection is sound.
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         work(&connection)
     }
 }

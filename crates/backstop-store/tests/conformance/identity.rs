@@ -65,6 +65,17 @@ pub fn starting_over_reuses_the_issued_case(store: &dyn Store) {
     assert_eq!(attempts(later.result()).0, 1);
 }
 
+/// A first request with no excerpt text has nothing to be recognized by: it opens a new case
+/// rather than reusing another subject's.
+pub fn a_first_request_without_text_opens_a_new_case(store: &dyn Store) {
+    let pack = shipped("company-classification");
+    let empty = |execution: &str| json!({"execution_id": execution});
+    let first = ask(store, &pack, "a", &empty("e1"), at(0));
+    let second = ask(store, &pack, "a", &empty("e2"), at(1));
+    assert_ne!(first.result()["case"]["id"], second.result()["case"]["id"]);
+    assert_eq!(attempts(second.result()).0, 1);
+}
+
 /// A case id backstop never issued to this caller names no case.
 pub fn an_unknown_issued_id_is_refused(store: &dyn Store) {
     let pack = shipped("company-classification");

@@ -34,6 +34,7 @@ macro_rules! conformance_suite {
             identity::issued_cases_get_an_id_and_retries_send_it_back,
             identity::starting_over_reuses_the_issued_case,
             identity::an_unknown_issued_id_is_refused,
+            identity::a_first_request_without_text_opens_a_new_case,
             identity::issued_cases_are_limited_per_caller_per_day,
             identity::fields_identity_ignores_order,
             identity::content_identity_follows_the_text,

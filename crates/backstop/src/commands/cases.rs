@@ -5,8 +5,9 @@ use std::io::{self, Read, Write};
 use std::sync::Arc;
 
 use backstop_core::Issue;
+use backstop_core::case::identity::normalize_subject;
 use backstop_core::case::{Refusal, parse_request};
-use backstop_core::pack::{Pack, parse_pack};
+use backstop_core::pack::{IdentityMode, Pack, parse_pack};
 use backstop_store::{Reply, Store, StoreError};
 
 use super::{EXIT_ISSUES, EXIT_OK, EXIT_REFUSED};
@@ -84,13 +85,24 @@ pub fn decide(
 pub fn show(args: &CasesShowArgs, out: &mut impl Write, err: &mut impl Write) -> io::Result<u8> {
     let mut issues = Vec::new();
     check_caller(&args.caller, &mut issues);
+    let pack = args
+        .pack
+        .as_deref()
+        .and_then(|path| load_pack(path, &mut issues));
     if !issues.is_empty() {
         return output::refuse_command(OutputMode::Json, &issues, out, err);
     }
+    let case_id = match &pack {
+        Some(pack) if pack.identity.mode == IdentityMode::Id => {
+            normalize_subject(&args.case_id, pack.identity.match_rule)
+                .unwrap_or_else(|_| args.case_id.clone())
+        }
+        _ => args.case_id.clone(),
+    };
     let Some(store) = open(&args.db.db, err)? else {
         return Ok(EXIT_ISSUES);
     };
-    match store.case(&args.caller, &args.job, &args.case_id) {
+    match store.case(&args.caller, &args.job, &case_id) {
         Ok(Some(case)) => {
             serde_json::to_writer_pretty(&mut *out, &case)?;
             writeln!(out)?;
@@ -100,8 +112,8 @@ pub fn show(args: &CasesShowArgs, out: &mut impl Write, err: &mut impl Write) ->
             let refusal = Refusal::new(
                 "unknown_case",
                 format!(
-                    "caller `{}` has no case `{}` on job `{}`",
-                    args.caller, args.case_id, args.job
+                    "caller `{}` has no case `{case_id}` on job `{}`",
+                    args.caller, args.job
                 ),
             );
             output::json_line(out, &refusal)?;
@@ -113,10 +125,12 @@ pub fn show(args: &CasesShowArgs, out: &mut impl Write, err: &mut impl Write) ->
 
 /// Opens the ledger (a `SQLite` file, or a `postgres://` URL), or says why it cannot.
 pub fn open(path: &std::path::Path, err: &mut impl Write) -> io::Result<Option<Box<dyn Store>>> {
-    match backstop_store::open(&path.to_string_lossy()) {
+    let location = path.to_string_lossy();
+    match backstop_store::open(&location) {
         Ok(store) => Ok(Some(store)),
         Err(e) => {
-            writeln!(err, "backstop: --db {}: {e}", path.display())?;
+            let shown = backstop_store::display_location(&location);
+            writeln!(err, "backstop: --db {shown}: {e}")?;
             Ok(None)
         }
     }

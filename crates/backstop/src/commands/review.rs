@@ -99,7 +99,17 @@ pub fn purge(args: &PurgeArgs, out: &mut impl Write, err: &mut impl Write) -> io
     let Some(store) = open(&args.db.db, err)? else {
         return Ok(super::EXIT_ISSUES);
     };
-    let before = now - keep;
+    let Some(before) = now.checked_sub(keep).ok() else {
+        let issue = Issue::new(
+            "--older-than",
+            "out_of_range",
+            format!(
+                "`{}` reaches before the earliest time there is",
+                args.older_than
+            ),
+        );
+        return output::refuse_command(OutputMode::Json, &[issue], out, err);
+    };
     match store.purge(before) {
         Ok(purged) => {
             let report = serde_json::json!({"before": before, "deleted": purged});
@@ -114,8 +124,9 @@ pub fn purge(args: &PurgeArgs, out: &mut impl Write, err: &mut impl Write) -> io
 fn parse_retention(text: &str) -> Result<SignedDuration, String> {
     let parsed = match text.strip_suffix('d').map(str::parse::<i64>) {
         Some(Ok(days)) => days
-            .checked_mul(24)
-            .map(SignedDuration::from_hours)
+            .checked_mul(86_400)
+            .filter(|_| days < 3_650_000)
+            .map(SignedDuration::from_secs)
             .ok_or_else(|| format!("`{text}` is too long")),
         _ => text
             .parse::<SignedDuration>()

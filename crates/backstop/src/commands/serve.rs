@@ -25,10 +25,12 @@ pub fn run(args: &ServeArgs, out: &mut impl Write, err: &mut impl Write) -> io::
         Ok(catalog) => catalog,
         Err(issues) => return output::refuse_command(OutputMode::Human, &issues, out, err),
     };
-    let store = match backstop_store::open(&config.db.to_string_lossy()) {
+    let location = config.db.to_string_lossy().into_owned();
+    let shown = backstop_store::display_location(&location);
+    let store = match backstop_store::open(&location) {
         Ok(store) => store,
         Err(e) => {
-            writeln!(err, "backstop: --db {}: {e}", config.db.display())?;
+            writeln!(err, "backstop: --db {shown}: {e}")?;
             return Ok(EXIT_ISSUES);
         }
     };
@@ -50,7 +52,7 @@ pub fn run(args: &ServeArgs, out: &mut impl Write, err: &mut impl Write) -> io::
         let hangup = unix_signal(SignalKind::hangup())?;
         let jobs: Vec<String> = catalog.packs.keys().cloned().collect();
         let open = config.keys.is_empty();
-        let db = config.db.clone();
+        let db = shown;
         let state = match AppState::new(
             config,
             args.config.clone(),
@@ -67,7 +69,7 @@ pub fn run(args: &ServeArgs, out: &mut impl Write, err: &mut impl Write) -> io::
         writeln!(
             err,
             "backstop: listening on http://{address} (ledger {}, jobs: {}{})",
-            db.display(),
+            db,
             if jobs.is_empty() {
                 "none".to_owned()
             } else {

@@ -766,10 +766,23 @@ fn purge_reads_older_than_in_hours_and_refuses_bad_flags() {
     assert_eq!(gone.json()["before"], "2026-01-01T00:00:01Z");
     assert_eq!(gone.json()["deleted"]["attempts"], 1);
 
-    let bad: [(&[&str], Expected); 5] = [
+    let bad: [(&[&str], Expected); 7] = [
         (
             &["--older-than", "soon"],
             &[("--older-than", "bad_duration")],
+        ),
+        (
+            &["--older-than", "200000000000000d"],
+            &[("--older-than", "bad_duration")],
+        ),
+        (
+            &[
+                "--older-than",
+                "200000000h",
+                "--now",
+                "2026-01-01T00:00:00Z",
+            ],
+            &[("--older-than", "out_of_range")],
         ),
         (&["--older-than", "0d"], &[("--older-than", "bad_duration")]),
         (&["--older-than=-5d"], &[("--older-than", "bad_duration")]),
@@ -1361,4 +1374,22 @@ fn decide_help() {
         "wrapped at 100 columns"
     );
     insta::assert_snapshot!("decide_help", run.stdout);
+}
+
+#[test]
+fn cases_show_with_a_pack_finds_a_subject_as_it_was_sent() {
+    let ledger = Ledger::new("show-normalized");
+    ledger.result(VENDOR, T0, &approving("e1", "Northwind.com"));
+    let pack = pack_path(VENDOR);
+    let pack = pack.to_str().unwrap();
+    let found = ledger.show_run(
+        "vendor-risk",
+        "https://www.Northwind.com/",
+        &["--pack", pack],
+    );
+    found.expect_code(0);
+    assert_eq!(found.json()["id"], "northwind.com");
+    ledger
+        .show_run("vendor-risk", "Northwind.com", &[])
+        .expect_code(3);
 }

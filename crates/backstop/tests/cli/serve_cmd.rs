@@ -825,7 +825,7 @@ fn config_check_exits_0_1_or_2_and_lists_every_issue_as_json() {
     let mut expected = vec![
         (under("packs/broken.toml"), "bad_toml".to_owned()),
         (under("missing-pack.toml"), "not_found".to_owned()),
-        (under("missing-rules.toml"), "unreadable".to_owned()),
+        (under("missing-rules.toml"), "not_found".to_owned()),
     ];
     expected.sort();
     assert_eq!(paths, expected, "{report}");
