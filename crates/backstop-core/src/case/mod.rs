@@ -10,6 +10,7 @@
 //!
 //! - `identity`: case ids normalized by the match rule, and the hashes kept in place of text
 //! - `request`: the request read from JSON, every issue with its path
+//! - `request_schema`: the request's shape for the OpenAPI document
 //! - `attempt`: limits, progress, escalations, reviews and the result
 //! - `result`: the wire shapes of `PACKS.md`
 
@@ -19,6 +20,8 @@ use serde::{Deserialize, Serialize};
 mod attempt;
 pub mod identity;
 mod request;
+#[cfg(feature = "openapi")]
+mod request_schema;
 mod result;
 
 pub use attempt::attempt;
@@ -26,7 +29,7 @@ pub use request::{
     CaseLookup, MAX_EXECUTION_ID_CHARS, REQUEST_FIELDS, RelatedRecord, Request, parse_request,
 };
 #[cfg(feature = "openapi")]
-pub use request::{CaseName, EvidenceBody, ExcerptBody, RelatedBody, RequestBody};
+pub use request_schema::{CaseName, EvidenceBody, ExcerptBody, RelatedBody, RequestBody};
 pub use result::{
     AnswerView, AttemptsView, CaseView, DecisionResult, EscalationView, Next, Refusal, RefusalBody,
     ResultStatus, RetryGuidance, Trigger,

@@ -4,6 +4,17 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+mod cases;
+mod service;
+
+pub use cases::{
+    CasesCommand, CasesShowArgs, DecideArgs, PurgeArgs, ReviewCommand, ReviewListArgs,
+    ReviewResolveArgs, ReviewStatus,
+};
+use cases::{DECIDE_HELP, PURGE_HELP};
+use service::SERVE_HELP;
+pub use service::{ConfigCheckArgs, ConfigCommand, HashKeyArgs, ServeArgs};
+
 /// Exit codes, the same for every command.
 pub const EXIT_CODES: &str = "\
 Exit codes:
@@ -91,224 +102,6 @@ pub enum Command {
     /// Delete ledger records past retention (30 days by default).
     #[command(after_help = PURGE_HELP)]
     Purge(PurgeArgs),
-}
-
-const SERVE_HELP: &str = "\
-Examples:
-  backstop serve                                  # 127.0.0.1:7600, ./backstop.db, ./packs
-  backstop serve --config /etc/backstop/backstop.toml --log-format json
-
-With no API keys in the config the service is open (every caller is the local operator) and
-listens on loopback only. SIGHUP reloads packs and rules (a bad reload keeps the old ones and
-logs why); SIGTERM or Ctrl-C stops after the requests in flight. The routes are listed by
-GET /openapi.json; docs/service.md describes them.
-
-Exit codes:
-  0  stopped by SIGTERM or Ctrl-C
-  1  the address or the ledger could not be opened
-  2  a bad flag, config, pack or rules file; every issue is listed";
-
-/// `backstop serve`.
-#[derive(Debug, Args)]
-pub struct ServeArgs {
-    /// Where to listen (overrides the config's `listen`).
-    #[arg(long, value_name = "ADDR", env = crate::settings::ENV_LISTEN)]
-    pub listen: Option<String>,
-    /// The ledger: a `SQLite` file or a `postgres://` URL (overrides the config's `db`; default
-    /// ./backstop.db).
-    #[arg(long, value_name = "PATH", env = crate::settings::ENV_DB, hide_env_values = true)]
-    pub db: Option<PathBuf>,
-    /// The service's TOML config: listen, db, packs, rules, limits, keys.
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-}
-
-/// `backstop config ...`.
-#[derive(Debug, Subcommand)]
-pub enum ConfigCommand {
-    /// Check a config file and every pack and rules file it names; every issue is listed.
-    #[command(
-        after_help = "Exit codes:\n  0  no issues\n  1  issues found (listed)\n  2  the file could not be read"
-    )]
-    Check(ConfigCheckArgs),
-    /// Print the hash of an API key, for a `[[keys]]` entry (the key itself is never stored).
-    HashKey(HashKeyArgs),
-}
-
-/// `backstop config check`.
-#[derive(Debug, Args)]
-pub struct ConfigCheckArgs {
-    /// The config file.
-    #[arg(value_name = "FILE")]
-    pub file: PathBuf,
-    /// Print issues as JSON.
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// `backstop config hash-key`.
-#[derive(Debug, Args)]
-pub struct HashKeyArgs {
-    /// The API key; read from stdin when absent, so it stays out of the shell history.
-    #[arg(value_name = "KEY")]
-    pub key: Option<String>,
-}
-
-const DECIDE_HELP: &str = "\
-Example:
-  backstop decide --pack packs/vendor-risk.toml --db ./backstop.db < request.json
-
-The request is the JSON of PACKS.md (execution_id, case, questions, related, confidence,
-source_status). The result or the refusal is printed as JSON on stdout. A resend with the same
-execution_id returns the stored result and uses no attempt; a malformed request lists every
-issue and uses no attempt.
-
-Exit codes:
-  0  a result was printed (decided, held, undecided or gap)
-  1  the ledger could not be opened or written
-  2  bad flags or a bad pack file; every issue is listed
-  3  the request was refused (malformed, attempt_limit_reached, issued_case_limit,
-     execution_id_conflict, case_in_review, unknown_case); the refusal is printed";
-
-const PURGE_HELP: &str = "\
-Deletes attempt records (with their stored results) older than --older-than, review items
-resolved before then, and cases with nothing left. Open review items and their cases are kept.
-
-Exit codes:
-  0  done; the counts are printed as JSON
-  1  the ledger could not be opened or written
-  2  bad flags";
-
-/// Where the ledger is: `--db`.
-#[derive(Debug, Args)]
-pub struct DbArgs {
-    /// The ledger: a `SQLite` file (created if missing), or a `postgres://` URL.
-    #[arg(long, value_name = "PATH", default_value = "./backstop.db", env = crate::settings::ENV_DB, hide_env_values = true)]
-    pub db: PathBuf,
-}
-
-/// `backstop decide`.
-#[derive(Debug, Args)]
-pub struct DecideArgs {
-    /// The job's pack file.
-    #[arg(long, value_name = "FILE")]
-    pub pack: PathBuf,
-    #[command(flatten)]
-    pub db: DbArgs,
-    /// Who is asking: cases belong to one caller, and one caller cannot spend another's.
-    #[arg(long, value_name = "NAME", default_value = "local")]
-    pub caller: String,
-    /// The time of the attempt (RFC 3339), instead of the clock: for tests and replays.
-    #[arg(long, value_name = "TIME")]
-    pub now: Option<String>,
-}
-
-/// `backstop cases ...`.
-#[derive(Debug, Subcommand)]
-pub enum CasesCommand {
-    /// Print a case with every kept attempt record and its review items, as JSON.
-    #[command(
-        after_help = "Exit codes:\n  0  the case was printed\n  1  the ledger could not be read\n  2  bad flags\n  3  no such case (a refusal is printed)"
-    )]
-    Show(CasesShowArgs),
-}
-
-/// `backstop cases show`.
-#[derive(Debug, Args)]
-pub struct CasesShowArgs {
-    #[command(flatten)]
-    pub db: DbArgs,
-    /// The job.
-    #[arg(long)]
-    pub job: String,
-    /// The case id, as results return it in `case.id`; with `--pack`, an id-mode subject is
-    /// normalized first (`Northwind.com` finds `northwind.com`).
-    #[arg(long = "case", value_name = "ID")]
-    pub case_id: String,
-    /// The job's pack, to normalize `--case` by its match rule.
-    #[arg(long, value_name = "FILE")]
-    pub pack: Option<PathBuf>,
-    /// Whose case it is.
-    #[arg(long, value_name = "NAME", default_value = "local")]
-    pub caller: String,
-}
-
-/// `backstop review ...`.
-#[derive(Debug, Subcommand)]
-pub enum ReviewCommand {
-    /// List review items as JSON, newest first.
-    List(ReviewListArgs),
-    /// Resolve an open review item with an operator's decision; this ends the case's cycle, so
-    /// its next attempt starts a new count.
-    #[command(
-        after_help = "Exit codes:\n  0  resolved; the item is printed\n  1  the ledger could not be written\n  2  bad flags\n  3  no such item, or already resolved (a refusal is printed)"
-    )]
-    Resolve(ReviewResolveArgs),
-}
-
-/// `backstop review list`.
-#[derive(Debug, Args)]
-pub struct ReviewListArgs {
-    #[command(flatten)]
-    pub db: DbArgs,
-    /// Which items: open, resolved or all.
-    #[arg(long, value_enum, default_value_t = ReviewStatus::Open)]
-    pub status: ReviewStatus,
-    /// Only this job's items.
-    #[arg(long)]
-    pub job: Option<String>,
-    /// Only this caller's items.
-    #[arg(long, value_name = "NAME")]
-    pub caller: Option<String>,
-    /// At most this many.
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    pub limit: u32,
-}
-
-/// Which review items to list.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ReviewStatus {
-    /// Waiting for a person.
-    Open,
-    /// Resolved.
-    Resolved,
-    /// Both.
-    All,
-}
-
-/// `backstop review resolve`.
-#[derive(Debug, Args)]
-pub struct ReviewResolveArgs {
-    #[command(flatten)]
-    pub db: DbArgs,
-    /// The review item's id.
-    #[arg(long)]
-    pub id: i64,
-    /// The operator's decision (an outcome id of the pack, or words).
-    #[arg(long)]
-    pub decision: String,
-    /// The operator resolving it.
-    #[arg(long, value_name = "NAME")]
-    pub by: String,
-    /// A note for the record.
-    #[arg(long)]
-    pub note: Option<String>,
-    /// The time of the resolution (RFC 3339), instead of the clock.
-    #[arg(long, value_name = "TIME")]
-    pub now: Option<String>,
-}
-
-/// `backstop purge`.
-#[derive(Debug, Args)]
-pub struct PurgeArgs {
-    #[command(flatten)]
-    pub db: DbArgs,
-    /// Keep records younger than this (`30d`, `72h`, `90m`).
-    #[arg(long, value_name = "DURATION", default_value = "30d")]
-    pub older_than: String,
-    /// The time to count back from (RFC 3339), instead of the clock.
-    #[arg(long, value_name = "TIME")]
-    pub now: Option<String>,
 }
 
 const CLASSIFY_HELP: &str = "\

@@ -1,0 +1,162 @@
+//! The flags of the case commands: `decide`, `cases`, `review`, `purge`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+pub const DECIDE_HELP: &str = "\
+Example:
+  backstop decide --pack packs/vendor-risk.toml --db ./backstop.db < request.json
+
+The request is the JSON of PACKS.md (execution_id, case, questions, related, confidence,
+source_status). The result or the refusal is printed as JSON on stdout. A resend with the same
+execution_id returns the stored result and uses no attempt; a malformed request lists every
+issue and uses no attempt.
+
+Exit codes:
+  0  a result was printed (decided, held, undecided or gap)
+  1  the ledger could not be opened or written
+  2  bad flags or a bad pack file; every issue is listed
+  3  the request was refused (malformed, attempt_limit_reached, issued_case_limit,
+     execution_id_conflict, case_in_review, unknown_case); the refusal is printed";
+
+pub const PURGE_HELP: &str = "\
+Deletes attempt records (with their stored results) older than --older-than, review items
+resolved before then, and cases with nothing left. Open review items and their cases are kept.
+
+Exit codes:
+  0  done; the counts are printed as JSON
+  1  the ledger could not be opened or written
+  2  bad flags";
+
+/// Where the ledger is: `--db`.
+#[derive(Debug, Args)]
+pub struct DbArgs {
+    /// The ledger: a `SQLite` file (created if missing), or a `postgres://` URL.
+    #[arg(long, value_name = "PATH", default_value = "./backstop.db", env = crate::settings::ENV_DB, hide_env_values = true)]
+    pub db: PathBuf,
+}
+
+/// `backstop decide`.
+#[derive(Debug, Args)]
+pub struct DecideArgs {
+    /// The job's pack file.
+    #[arg(long, value_name = "FILE")]
+    pub pack: PathBuf,
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Who is asking: cases belong to one caller, and one caller cannot spend another's.
+    #[arg(long, value_name = "NAME", default_value = "local")]
+    pub caller: String,
+    /// The time of the attempt (RFC 3339), instead of the clock: for tests and replays.
+    #[arg(long, value_name = "TIME")]
+    pub now: Option<String>,
+}
+
+/// `backstop cases ...`.
+#[derive(Debug, Subcommand)]
+pub enum CasesCommand {
+    /// Print a case with every kept attempt record and its review items, as JSON.
+    #[command(
+        after_help = "Exit codes:\n  0  the case was printed\n  1  the ledger could not be read\n  2  bad flags\n  3  no such case (a refusal is printed)"
+    )]
+    Show(CasesShowArgs),
+}
+
+/// `backstop cases show`.
+#[derive(Debug, Args)]
+pub struct CasesShowArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// The job.
+    #[arg(long)]
+    pub job: String,
+    /// The case id, as results return it in `case.id`; with `--pack`, an id-mode subject is
+    /// normalized first (`Northwind.com` finds `northwind.com`).
+    #[arg(long = "case", value_name = "ID")]
+    pub case_id: String,
+    /// The job's pack, to normalize `--case` by its match rule.
+    #[arg(long, value_name = "FILE")]
+    pub pack: Option<PathBuf>,
+    /// Whose case it is.
+    #[arg(long, value_name = "NAME", default_value = "local")]
+    pub caller: String,
+}
+
+/// `backstop review ...`.
+#[derive(Debug, Subcommand)]
+pub enum ReviewCommand {
+    /// List review items as JSON, newest first.
+    List(ReviewListArgs),
+    /// Resolve an open review item with an operator's decision; this ends the case's cycle, so
+    /// its next attempt starts a new count.
+    #[command(
+        after_help = "Exit codes:\n  0  resolved; the item is printed\n  1  the ledger could not be written\n  2  bad flags\n  3  no such item, or already resolved (a refusal is printed)"
+    )]
+    Resolve(ReviewResolveArgs),
+}
+
+/// `backstop review list`.
+#[derive(Debug, Args)]
+pub struct ReviewListArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Which items: open, resolved or all.
+    #[arg(long, value_enum, default_value_t = ReviewStatus::Open)]
+    pub status: ReviewStatus,
+    /// Only this job's items.
+    #[arg(long)]
+    pub job: Option<String>,
+    /// Only this caller's items.
+    #[arg(long, value_name = "NAME")]
+    pub caller: Option<String>,
+    /// At most this many.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub limit: u32,
+}
+
+/// Which review items to list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReviewStatus {
+    /// Waiting for a person.
+    Open,
+    /// Resolved.
+    Resolved,
+    /// Both.
+    All,
+}
+
+/// `backstop review resolve`.
+#[derive(Debug, Args)]
+pub struct ReviewResolveArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// The review item's id.
+    #[arg(long)]
+    pub id: i64,
+    /// The operator's decision (an outcome id of the pack, or words).
+    #[arg(long)]
+    pub decision: String,
+    /// The operator resolving it.
+    #[arg(long, value_name = "NAME")]
+    pub by: String,
+    /// A note for the record.
+    #[arg(long)]
+    pub note: Option<String>,
+    /// The time of the resolution (RFC 3339), instead of the clock.
+    #[arg(long, value_name = "TIME")]
+    pub now: Option<String>,
+}
+
+/// `backstop purge`.
+#[derive(Debug, Args)]
+pub struct PurgeArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Keep records younger than this (`30d`, `72h`, `90m`).
+    #[arg(long, value_name = "DURATION", default_value = "30d")]
+    pub older_than: String,
+    /// The time to count back from (RFC 3339), instead of the clock.
+    #[arg(long, value_name = "TIME")]
+    pub now: Option<String>,
+}
