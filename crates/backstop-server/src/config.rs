@@ -109,9 +109,27 @@ impl Config {
 
     /// Parses a config's text; `base` is the folder relative paths start from.
     pub fn parse(text: &str, base: &Path) -> Result<Config, Vec<Issue>> {
-        let table: Table = text
-            .parse()
-            .map_err(|e: toml::de::Error| vec![Issue::new("", "bad_toml", e.to_string())])?;
+        let (config, issues) = Config::parse_all(text, base);
+        if issues.is_empty() {
+            Ok(config)
+        } else {
+            Err(issues)
+        }
+    }
+
+    /// Everything of the config that could be read, and every issue: `config check` goes on to
+    /// check the packs and rules of a config that has issues of its own.
+    pub fn parse_all(text: &str, base: &Path) -> (Config, Vec<Issue>) {
+        let table: Table = match text.parse() {
+            Ok(table) => table,
+            Err(e) => {
+                let e: toml::de::Error = e;
+                return (
+                    Config::default(),
+                    vec![Issue::new("", "bad_toml", e.to_string())],
+                );
+            }
+        };
         let mut issues = Vec::new();
         let mut config = Config::default();
         unknown_keys(&table, "", &TOP_KEYS, &mut issues);
@@ -140,11 +158,7 @@ impl Config {
         if let Some(value) = table.get("keys") {
             config.keys = keys(value, &mut issues);
         }
-        if issues.is_empty() {
-            Ok(config)
-        } else {
-            Err(issues)
-        }
+        (config, issues)
     }
 }
 

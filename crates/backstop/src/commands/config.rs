@@ -15,9 +15,23 @@ use crate::output;
 /// Checks a config and every file it names.
 pub fn check(args: &ConfigCheckArgs, out: &mut impl Write) -> io::Result<u8> {
     let origin = args.file.display().to_string();
-    let (issues, unreadable) = match Config::load(&args.file) {
-        Ok(config) => {
-            let mut issues = Catalog::load(&config).err().unwrap_or_default();
+    let (issues, unreadable) = match std::fs::read_to_string(&args.file) {
+        Err(e) => (
+            vec![Issue::new(
+                origin.clone(),
+                "unreadable",
+                format!("cannot read the file: {e}"),
+            )],
+            true,
+        ),
+        Ok(text) => {
+            let base = args
+                .file
+                .parent()
+                .unwrap_or_else(|| std::path::Path::new("."));
+            let (config, mut issues) = Config::parse_all(&text, base);
+            // The packs and rules it names are checked even when the config has issues.
+            issues.extend(Catalog::load(&config).err().unwrap_or_default());
             if config.keys.is_empty() && !config.listen.ip().is_loopback() {
                 issues.push(Issue::new(
                     "listen",
@@ -26,21 +40,6 @@ pub fn check(args: &ConfigCheckArgs, out: &mut impl Write) -> io::Result<u8> {
                 ));
             }
             (issues, false)
-        }
-        Err(issues) => {
-            let unreadable = issues.iter().any(|i| i.code == "unreadable");
-            let issues = issues
-                .into_iter()
-                .map(|issue| Issue {
-                    path: if issue.path.is_empty() {
-                        origin.clone()
-                    } else {
-                        issue.path
-                    },
-                    ..issue
-                })
-                .collect();
-            (issues, unreadable)
         }
     };
     if args.json {

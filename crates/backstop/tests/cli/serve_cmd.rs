@@ -830,6 +830,22 @@ fn config_check_exits_0_1_or_2_and_lists_every_issue_as_json() {
     expected.sort();
     assert_eq!(paths, expected, "{report}");
 
+    // A config with issues of its own still has the files it names checked.
+    let both = setup
+        .dir
+        .write("both.toml", "colour = 1\npacks = [\"packs\"]\n");
+    let checked = run(&["config", "check", arg(&both), "--json"], b"");
+    checked.expect_code(1);
+    let report = checked.json();
+    let mut paths = crate::support::issues_of(&report["issues"]);
+    paths.sort();
+    let mut expected = vec![
+        ("colour".to_owned(), "unknown_key".to_owned()),
+        (under("packs/broken.toml"), "bad_toml".to_owned()),
+    ];
+    expected.sort();
+    assert_eq!(paths, expected, "{report}");
+
     let missing = setup.dir.path().join("missing.toml");
     let checked = run(&["config", "check", arg(&missing), "--json"], b"");
     checked.expect_code(2);
