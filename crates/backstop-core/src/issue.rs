@@ -70,6 +70,23 @@ impl fmt::Display for Issues {
     }
 }
 
+/// The longest name (a task, a tool, a caller) any surface accepts.
+pub const MAX_NAME_CHARS: usize = 200;
+
+/// Checks a name is 1 to [`MAX_NAME_CHARS`] characters and not blank; otherwise records an
+/// issue at `path` with `code`, naming the kind of name (`a task id`). Returns whether it was.
+pub fn check_name(name: &str, path: &str, code: &str, noun: &str, issues: &mut Vec<Issue>) -> bool {
+    let fits = !name.trim().is_empty() && name.chars().count() <= MAX_NAME_CHARS;
+    if !fits {
+        issues.push(Issue::new(
+            path,
+            code,
+            format!("{noun} is 1 to {MAX_NAME_CHARS} characters, not blank"),
+        ));
+    }
+    fits
+}
+
 /// Appends a path segment: a field name after a dot, or an index in brackets.
 pub fn join_path(base: &str, segment: &str) -> String {
     if segment.is_empty() {

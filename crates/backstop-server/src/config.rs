@@ -164,14 +164,7 @@ impl Config {
 
 /// The hex SHA-256 of an API key, as the config stores it.
 pub fn hash_key(key: &str) -> String {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(key.as_bytes())
-        .iter()
-        .fold(String::with_capacity(64), |mut out, b| {
-            use std::fmt::Write;
-            let _ = write!(out, "{b:02x}");
-            out
-        })
+    backstop_core::case::identity::full_hash(key.as_bytes())
 }
 
 fn unknown_keys(table: &Table, path: &str, known: &[&str], issues: &mut Vec<Issue>) {

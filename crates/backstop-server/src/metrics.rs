@@ -70,7 +70,7 @@ impl Metrics {
 
     /// The text of `/metrics`; `breakers` is each tool's breaker state. Label values are
     /// escaped as the text format requires.
-    pub fn render(&self, breakers: &[(String, String)]) -> String {
+    pub fn render(&self, breakers: &[(String, &str)]) -> String {
         let c = self
             .inner
             .lock()
@@ -150,8 +150,8 @@ fn escape(value: &str) -> String {
 mod tests {
     #[test]
     fn label_values_cannot_break_the_format() {
-        let text = super::Metrics::default()
-            .render(&[("x\"} 1\nfake_metric 9\n#".to_owned(), "closed".to_owned())]);
+        let text =
+            super::Metrics::default().render(&[("x\"} 1\nfake_metric 9\n#".to_owned(), "closed")]);
         assert!(
             !text.lines().any(|l| l.starts_with("fake_metric")),
             "{text}"

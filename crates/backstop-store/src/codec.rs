@@ -1,6 +1,18 @@
 //! How record fields are written as text and read back, the same in every backend.
 
+use jiff::Timestamp;
+
 use crate::StoreError;
+
+/// Milliseconds since the epoch, as stored.
+pub fn millis(at: Timestamp) -> i64 {
+    at.as_millisecond()
+}
+
+/// A stored time read back.
+pub fn timestamp(ms: i64) -> Result<Timestamp, StoreError> {
+    Timestamp::from_millisecond(ms).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
 
 /// An enum's one-word wire form (`undecided`, `retry`).
 pub fn word<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {

@@ -277,9 +277,6 @@ pub enum StoreError {
     /// The database failed.
     #[error("the store failed: {0}")]
     Database(String),
-    /// The store's writer has stopped.
-    #[error("the store is closed")]
-    Closed,
     /// No such record.
     #[error("{0}")]
     NotFound(String),

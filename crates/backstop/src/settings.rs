@@ -196,18 +196,9 @@ pub fn resolve_replay(args: &ReplayArgs) -> Result<ReplaySettings, Vec<Issue>> {
     }
 }
 
-/// The longest task id accepted.
-pub const MAX_TASK_LEN: usize = 200;
-
-/// A task id must be 1 to [`MAX_TASK_LEN`] characters.
+/// A task id must be 1 to [`backstop_core::issue::MAX_NAME_CHARS`] characters.
 pub fn check_task(task: &str, path: &str, issues: &mut Vec<Issue>) {
-    if task.trim().is_empty() || task.chars().count() > MAX_TASK_LEN {
-        issues.push(Issue::new(
-            path,
-            "bad_task",
-            format!("a task id is 1 to {MAX_TASK_LEN} characters, not blank"),
-        ));
-    }
+    backstop_core::issue::check_name(task, path, "bad_task", "a task id", issues);
 }
 
 /// `--now`, or the clock.

@@ -22,6 +22,18 @@ pub enum ResultStatus {
     Gap,
 }
 
+impl ResultStatus {
+    /// Its wire name (`decided`, `held`, `undecided`, `gap`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResultStatus::Decided => "decided",
+            ResultStatus::Held => "held",
+            ResultStatus::Undecided => "undecided",
+            ResultStatus::Gap => "gap",
+        }
+    }
+}
+
 /// What the agent does after this result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -46,6 +58,18 @@ pub enum Trigger {
     NoProgress,
     /// The result is held in a lane.
     Held,
+}
+
+impl Trigger {
+    /// Its wire name (`unresolved`, `attempt_limit`, `no_progress`, `held`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Unresolved => "unresolved",
+            Trigger::AttemptLimit => "attempt_limit",
+            Trigger::NoProgress => "no_progress",
+            Trigger::Held => "held",
+        }
+    }
 }
 
 /// The result of one attempt, as `PACKS.md` fixes it (with `effects` and `reason` added).

@@ -109,6 +109,17 @@ pub enum BreakerState {
     HalfOpen,
 }
 
+impl BreakerState {
+    /// Its wire name (`closed`, `open`, `half_open`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BreakerState::Closed => "closed",
+            BreakerState::Open => "open",
+            BreakerState::HalfOpen => "half_open",
+        }
+    }
+}
+
 /// What a caller may do now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Admission {

@@ -54,15 +54,8 @@ pub async fn decide(
     state.metrics.store_latency(took);
     match reply {
         Reply::Counted(result) => {
-            let status = serde_json::to_value(result.status).unwrap_or_default();
-            let trigger = result
-                .escalation
-                .as_ref()
-                .and_then(|e| serde_json::to_value(e.trigger).ok());
-            state.metrics.decision(
-                status.as_str().unwrap_or_default(),
-                trigger.as_ref().and_then(|t| t.as_str()),
-            );
+            let trigger = result.escalation.as_ref().map(|e| e.trigger.as_str());
+            state.metrics.decision(result.status.as_str(), trigger);
             Ok(Json(result).into_response())
         }
         Reply::Replayed(stored) => {

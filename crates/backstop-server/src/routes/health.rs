@@ -64,7 +64,7 @@ pub async fn readyz(State(state): State<Arc<AppState>>) -> Result<Json<Ready>, A
     responses((status = 200, content_type = "text/plain", body = String)))]
 pub async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
     let now = Timestamp::now();
-    let breakers: Vec<(String, String)> = {
+    let breakers: Vec<(String, &str)> = {
         let hinter = state
             .hinter
             .lock()
@@ -74,10 +74,7 @@ pub async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
             .into_iter()
             .filter_map(|tool| {
                 let (breaker, _) = hinter.tool_views(&tool, now)?;
-                let state = serde_json::to_value(&breaker).ok()?["state"]
-                    .as_str()?
-                    .to_owned();
-                Some((tool, state))
+                Some((tool, breaker.state.as_str()))
             })
             .collect()
     };

@@ -22,9 +22,6 @@ use crate::body::{JsonBody, typed};
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// The longest task or tool name.
-const MAX_NAME_CHARS: usize = 200;
-
 /// A failed call: the task it belongs to, what was seen, and its context.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -300,17 +297,16 @@ fn lock(state: &AppState) -> std::sync::MutexGuard<'_, Hinter> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// A task, tool or caller name: the shared length rule, and no control characters (they end
+/// up in metric labels and logs).
 fn check_name(name: &str, path: &str, issues: &mut Vec<Issue>) {
-    if name.trim().is_empty()
-        || name.chars().count() > MAX_NAME_CHARS
-        || name.chars().any(char::is_control)
+    if backstop_core::issue::check_name(name, path, "bad_name", &format!("`{path}`"), issues)
+        && name.chars().any(char::is_control)
     {
         issues.push(Issue::new(
             path,
             "bad_name",
-            format!(
-                "`{path}` is 1 to {MAX_NAME_CHARS} characters, not blank, no control characters"
-            ),
+            format!("`{path}` may not hold control characters"),
         ));
     }
 }

@@ -9,7 +9,7 @@ use jiff::{SignedDuration, Timestamp};
 use postgres::{Client, GenericClient, Row, Transaction};
 
 use super::{int, uint};
-use crate::codec::{from_json, from_word, to_json, word};
+use crate::codec::{from_json, from_word, timestamp, to_json, word};
 use crate::{Reply, StoreError};
 
 /// How far back an issued-mode first request looks, and issued cases are counted.
@@ -26,18 +26,19 @@ pub fn decide(
     let mut tx = client.transaction()?;
     // Execution id first, then the case: every attempt takes its two locks in this order.
     lock(&mut tx, &[caller, job, "execution", &request.execution_id])?;
-    match &request.case {
-        CaseLookup::Named { id, .. } => lock(&mut tx, &[caller, job, "case", id])?,
+    // The case the request names, or the issued case a fresh start reuses (found once, under
+    // the issued lock): either way its lock is held before anything is read.
+    let case_id = match &request.case {
+        CaseLookup::Named { id, .. } => Some(id.clone()),
         CaseLookup::Open { opening_hash, .. } => {
             lock(&mut tx, &[caller, job, "issued"])?;
-            // A fresh start that reuses a case must also hold that case's lock, or it could
-            // race a retry naming the case.
-            if let Some(id) = reused_case(&mut tx, job, caller, opening_hash.as_deref(), now)? {
-                lock(&mut tx, &[caller, job, "case", &id])?;
-            }
+            reused_case(&mut tx, job, caller, opening_hash.as_deref(), now)?
         }
+    };
+    if let Some(id) = &case_id {
+        lock_case(&mut tx, caller, job, id)?;
     }
-    let (state, cycle) = load(&mut tx, job, caller, request, now)?;
+    let (state, cycle) = load(&mut tx, job, caller, request, case_id.as_deref(), now)?;
     match attempt(pack, &state, request, now) {
         Attempted::Replay(stored) => Ok(Reply::Replayed(stored)),
         Attempted::Refused(refusal) => Ok(Reply::Refused(refusal)),
@@ -103,6 +104,7 @@ fn load(
     job: &str,
     caller: &str,
     request: &Request,
+    case_id: Option<&str>,
     now: Timestamp,
 ) -> Result<(CaseState, u32), StoreError> {
     let execution = tx
@@ -122,14 +124,7 @@ fn load(
     if state.execution.is_some() {
         return Ok((state, 0));
     }
-    let since = lookback(now);
-    let named = match &request.case {
-        CaseLookup::Named { id, .. } => Some(id.clone()),
-        CaseLookup::Open { opening_hash, .. } => {
-            reused_case(tx, job, caller, opening_hash.as_deref(), now)?
-        }
-    };
-    let found = match named {
+    let found = match case_id {
         Some(id) => tx.query_opt(
             "SELECT case_id, cycle FROM cases WHERE caller = $1 AND job = $2 AND case_id = $3",
             &[&caller, &job, &id],
@@ -138,6 +133,7 @@ fn load(
     };
     let Some(row) = found else {
         if matches!(request.case, CaseLookup::Open { .. }) {
+            let since = lookback(now);
             let count: i64 = tx
                 .query_one(
                     "SELECT count(*) FROM cases
@@ -209,8 +205,7 @@ fn attempt_row(row: &Row) -> Result<(u32, AttemptRecord), StoreError> {
     let cited: String = row.get(9);
     let record = AttemptRecord {
         number: uint(row.get(1))?,
-        at: Timestamp::from_millisecond(row.get(2))
-            .map_err(|e| StoreError::Corrupt(e.to_string()))?,
+        at: timestamp(row.get(2))?,
         execution_id: row.get(3),
         status: from_word(&status)?,
         outcome: row.get(5),

@@ -5,6 +5,7 @@ use postgres::{Client, Row};
 
 use super::ledger::attempts;
 use super::uint;
+use crate::codec::timestamp;
 use crate::{
     CallEvent, CaseRecord, CycleAttempt, Purged, Resolution, ResolvedBy, ReviewFilter, ReviewItem,
     StoreError,
@@ -12,10 +13,6 @@ use crate::{
 
 const REVIEW_COLUMNS: &str = "id, caller, job, case_id, lane, escalation, reason, opened_at, \
     retry_allowed, retry_used, resolved_at, resolved_by, decision, note";
-
-fn time(ms: i64) -> Result<Timestamp, StoreError> {
-    Timestamp::from_millisecond(ms).map_err(|e| StoreError::Corrupt(e.to_string()))
-}
 
 pub fn case(
     client: &mut Client,
@@ -51,7 +48,7 @@ pub fn case(
         job: job.to_owned(),
         id: case_id.to_owned(),
         issued: row.get(0),
-        opened_at: time(row.get(1))?,
+        opened_at: timestamp(row.get(1))?,
         cycle: uint(row.get(2))?,
         attempts,
         reviews,
@@ -121,7 +118,7 @@ pub fn resolve(
     tx.commit()?;
     Ok(ReviewItem {
         resolution: Some(ResolvedBy {
-            at: time(at)?,
+            at: timestamp(at)?,
             by: resolution.by.clone(),
             decision: resolution.decision.clone(),
             note: resolution.note.clone(),
@@ -177,7 +174,7 @@ pub fn events_since(client: &mut Client, since: Timestamp) -> Result<Vec<CallEve
         .iter()
         .map(|row| {
             Ok(CallEvent {
-                at: time(row.get(0))?,
+                at: timestamp(row.get(0))?,
                 kind: row.get(1),
                 subject: row.get(2),
                 body: row.get(3),
@@ -196,12 +193,12 @@ fn review_row(row: &Row) -> Result<ReviewItem, StoreError> {
         lane: row.get(4),
         escalation: row.get(5),
         reason: row.get(6),
-        opened_at: time(row.get(7))?,
+        opened_at: timestamp(row.get(7))?,
         retry_allowed: row.get(8),
         retry_used: row.get(9),
         resolution: match resolved_at {
             Some(at) => Some(ResolvedBy {
-                at: time(at)?,
+                at: timestamp(at)?,
                 by: row.get::<_, Option<String>>(11).unwrap_or_default(),
                 decision: row.get::<_, Option<String>>(12).unwrap_or_default(),
                 note: row.get(13),

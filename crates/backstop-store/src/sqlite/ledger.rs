@@ -8,8 +8,8 @@ use backstop_core::pack::Pack;
 use jiff::{SignedDuration, Timestamp};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
-use super::{millis, timestamp};
 use crate::codec::{from_json, from_word, to_json, word};
+use crate::codec::{millis, timestamp};
 use crate::{Reply, StoreError};
 
 /// How far back an issued-mode first request looks for the same excerpts, and how far back

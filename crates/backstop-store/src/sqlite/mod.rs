@@ -146,13 +146,3 @@ impl From<rusqlite::Error> for StoreError {
         StoreError::Database(error.to_string())
     }
 }
-
-/// Milliseconds since the epoch, as stored.
-fn millis(at: Timestamp) -> i64 {
-    at.as_millisecond()
-}
-
-/// A stored time read back.
-fn timestamp(ms: i64) -> Result<Timestamp, StoreError> {
-    Timestamp::from_millisecond(ms).map_err(|e| StoreError::Corrupt(e.to_string()))
-}

@@ -4,7 +4,7 @@ use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
 use super::ledger::attempts;
-use super::{millis, timestamp};
+use crate::codec::{millis, timestamp};
 use crate::{
     CallEvent, CaseRecord, CycleAttempt, Purged, Resolution, ResolvedBy, ReviewFilter, ReviewItem,
     StoreError,

@@ -15,9 +15,6 @@ use crate::cli::{CasesShowArgs, DecideArgs};
 use crate::output;
 use crate::settings::{OutputMode, resolve_now};
 
-/// The longest caller name.
-const MAX_CALLER_CHARS: usize = 200;
-
 /// Reads one request from `input`, runs it as an attempt and prints the result or refusal.
 pub fn decide(
     args: &DecideArgs,
@@ -143,13 +140,7 @@ pub fn store_failed(error: &StoreError, err: &mut impl Write) -> io::Result<u8> 
 }
 
 fn check_caller(caller: &str, issues: &mut Vec<Issue>) {
-    if caller.trim().is_empty() || caller.chars().count() > MAX_CALLER_CHARS {
-        issues.push(Issue::new(
-            "--caller",
-            "bad_caller",
-            format!("a caller name is 1 to {MAX_CALLER_CHARS} characters, not blank"),
-        ));
-    }
+    backstop_core::issue::check_name(caller, "--caller", "bad_caller", "a caller name", issues);
 }
 
 /// Reads and parses `--pack`; every issue gets the file in its path.
