@@ -6,52 +6,119 @@
 
 use std::fmt::Write as _;
 
+use super::extract::{self, Extracted, Found};
 use super::field::{Field, FieldSet};
 use super::index::IndexedValues;
 use super::matcher::TextMatch;
 use super::rules::{CompiledRule, RuleSet};
-use super::{Classification, Evidence, capped};
+use super::{Classification, Evidence};
 use crate::class::Class;
-use crate::report::{Report, SideEffectState};
+use crate::report::{GrpcCode, Report, SideEffectState};
 
-/// The report's values as rules compare them: lower-cased, capped, derived.
+/// The report's values as rules compare them: lower-cased, capped, derived, with what the
+/// extractors found filling the fields the report lacks.
 struct Prepared<'a> {
     present: FieldSet,
+    http_status: Option<i64>,
+    exit_code: Option<i64>,
     errno: Option<String>,
     sqlstate: Option<String>,
     error_code: Option<String>,
     tool: Option<String>,
     operation: Option<String>,
     exception: Option<String>,
-    grpc_code: Option<String>,
+    grpc_code: Option<&'static str>,
+    grpc_lower: Option<String>,
     signal: Option<String>,
-    /// The rules whose message pattern matched.
+    /// The rules whose message pattern matched the message and the extracted text.
     message_rules: Vec<usize>,
     side_effects: Option<SideEffectState>,
     schema_valid: Option<bool>,
+    /// Fields the report lacks and an extractor read weakly (an HTTP status out of text).
+    weak: FieldSet,
     report: &'a Report,
+    extracted: &'a Extracted,
 }
 
 impl<'a> Prepared<'a> {
-    fn new(rules: &RuleSet, report: &'a Report, schema_valid: Option<bool>) -> Self {
-        let lower = |v: &Option<String>| v.as_ref().map(|s| s.trim().to_ascii_lowercase());
-        let mut present = FieldSet::EMPTY;
+    fn new(
+        rules: &RuleSet,
+        report: &'a Report,
+        extracted: &'a Extracted,
+        schema_valid: Option<bool>,
+    ) -> Self {
+        let lower = |v: &Option<String>, found: &Option<Found<String>>| {
+            v.as_deref()
+                .or(found.as_ref().map(|f| f.value.as_str()))
+                .map(|s| s.trim().to_ascii_lowercase())
+        };
+        let text = extract::rule_text(report, extracted);
+        let mut message_rules = Vec::new();
+        if let Some(text) = &text {
+            rules.messages.matching_rules(text, &mut message_rules);
+        }
+        let grpc_code = report
+            .grpc_code
+            .or(extracted.grpc_code.as_ref().map(|f| f.value))
+            .map(GrpcCode::name);
+        let prepared = Prepared {
+            present: FieldSet::EMPTY,
+            http_status: report
+                .http_status
+                .or(extracted.http_status.as_ref().map(|f| f.value))
+                .map(i64::from),
+            exit_code: report
+                .exit_code
+                .or(extracted.exit_code.as_ref().map(|f| f.value)),
+            errno: lower(&report.errno, &extracted.errno),
+            sqlstate: lower(&report.sqlstate, &extracted.sqlstate),
+            error_code: lower(&report.error_code, &extracted.error_code),
+            tool: lower(&report.tool, &extracted.tool),
+            operation: lower(&report.operation, &None),
+            exception: lower(&report.exception, &extracted.exception),
+            grpc_code,
+            grpc_lower: grpc_code.map(str::to_ascii_lowercase),
+            signal: report
+                .signal
+                .as_ref()
+                .map(|s| s.name().to_ascii_lowercase()),
+            message_rules,
+            side_effects: report
+                .side_effects
+                .map(super::super::report::SideEffects::state)
+                .or(extracted.side_effects.as_ref().map(|f| f.value)),
+            schema_valid,
+            weak: FieldSet::EMPTY,
+            report,
+            extracted,
+        };
+        let mut weak = FieldSet::EMPTY;
+        if report.http_status.is_none() && extracted.http_status.as_ref().is_some_and(|f| f.weak) {
+            weak.insert(Field::HttpStatus);
+        }
+        if report.exception.is_none() && extracted.exception.as_ref().is_some_and(|f| f.weak) {
+            weak.insert(Field::Exception);
+        }
+        if report.errno.is_none() && extracted.errno.as_ref().is_some_and(|f| f.weak) {
+            weak.insert(Field::Errno);
+        }
         let flags = [
-            (Field::HttpStatus, report.http_status.is_some()),
-            (Field::ExitCode, report.exit_code.is_some()),
+            (Field::HttpStatus, prepared.http_status.is_some()),
+            (Field::ExitCode, prepared.exit_code.is_some()),
             (Field::ElapsedMs, report.elapsed_ms.is_some()),
-            (Field::GrpcCode, report.grpc_code.is_some()),
-            (Field::Signal, report.signal.is_some()),
-            (Field::Errno, report.errno.is_some()),
-            (Field::Sqlstate, report.sqlstate.is_some()),
-            (Field::ErrorCode, report.error_code.is_some()),
-            (Field::Tool, report.tool.is_some()),
-            (Field::Operation, report.operation.is_some()),
-            (Field::Exception, report.exception.is_some()),
-            (Field::Message, report.message.is_some()),
-            (Field::SideEffects, report.side_effects.is_some()),
+            (Field::GrpcCode, prepared.grpc_code.is_some()),
+            (Field::Signal, prepared.signal.is_some()),
+            (Field::Errno, prepared.errno.is_some()),
+            (Field::Sqlstate, prepared.sqlstate.is_some()),
+            (Field::ErrorCode, prepared.error_code.is_some()),
+            (Field::Tool, prepared.tool.is_some()),
+            (Field::Operation, prepared.operation.is_some()),
+            (Field::Exception, prepared.exception.is_some()),
+            (Field::Message, text.is_some()),
+            (Field::SideEffects, prepared.side_effects.is_some()),
             (Field::SchemaValid, schema_valid.is_some()),
         ];
+        let mut present = FieldSet::EMPTY;
         for (field, on) in flags {
             if on {
                 present.insert(field);
@@ -59,29 +126,8 @@ impl<'a> Prepared<'a> {
         }
         Prepared {
             present,
-            errno: lower(&report.errno),
-            sqlstate: lower(&report.sqlstate),
-            error_code: lower(&report.error_code),
-            tool: lower(&report.tool),
-            operation: lower(&report.operation),
-            exception: lower(&report.exception),
-            grpc_code: report.grpc_code.map(|c| c.name().to_ascii_lowercase()),
-            signal: report
-                .signal
-                .as_ref()
-                .map(|s| s.name().to_ascii_lowercase()),
-            message_rules: {
-                let mut hits = Vec::new();
-                if let Some(message) = &report.message {
-                    rules.messages.matching_rules(capped(message), &mut hits);
-                }
-                hits
-            },
-            side_effects: report
-                .side_effects
-                .map(super::super::report::SideEffects::state),
-            schema_valid,
-            report,
+            weak,
+            ..prepared
         }
     }
 
@@ -99,8 +145,8 @@ impl<'a> Prepared<'a> {
             (Some(_), None) => false,
             (None, _) => true,
         };
-        number(&when.http_status, report.http_status.map(i64::from))
-            && number(&when.exit_code, report.exit_code)
+        number(&when.http_status, self.http_status)
+            && number(&when.exit_code, self.exit_code)
             && number(
                 &when.elapsed_ms,
                 report.elapsed_ms.and_then(|v| i64::try_from(v).ok()),
@@ -108,7 +154,7 @@ impl<'a> Prepared<'a> {
             && when
                 .grpc_code
                 .as_ref()
-                .is_none_or(|codes| report.grpc_code.is_some_and(|c| codes.contains(&c.name())))
+                .is_none_or(|codes| self.grpc_code.is_some_and(|c| codes.contains(&c)))
             && when.signal.as_ref().is_none_or(|names| {
                 report
                     .signal
@@ -138,6 +184,47 @@ impl<'a> Prepared<'a> {
     }
 }
 
+/// How strong a matching rule is for this report: its rank (lower is stronger) and the
+/// fields of that rank.
+#[derive(Debug, Clone, Copy)]
+struct Strength {
+    rank: u8,
+    fields: FieldSet,
+}
+
+/// The rank of a weakly extracted field: just below `message` (a status read out of a text
+/// is coarser than the text's own words), above context.
+const WEAK_RANK: u8 = 2 * 6 + 1;
+
+impl Prepared<'_> {
+    /// A rule's strength: its strongest field's level, where a field the report has only as
+    /// a weak extraction ranks just below the message.
+    fn strength(&self, rule: &CompiledRule) -> Strength {
+        let rank = |f: Field| {
+            if self.weak.contains(f) {
+                WEAK_RANK
+            } else {
+                2 * f.level()
+            }
+        };
+        let best = rule
+            .fields
+            .iter()
+            .map(rank)
+            .min()
+            .unwrap_or(2 * Field::WEAKEST_LEVEL);
+        let fields = rule
+            .fields
+            .iter()
+            .filter(|f| rank(*f) == best)
+            .collect::<Vec<_>>();
+        Strength {
+            rank: best,
+            fields: FieldSet::of(&fields),
+        }
+    }
+}
+
 /// A bare name matches the same name at the end of a qualified one (`.`, `::` or `$` before it).
 pub(super) fn exception_matches(matcher: &TextMatch, lower: &str) -> bool {
     match matcher {
@@ -162,7 +249,7 @@ impl IndexedValues for Prepared<'_> {
             Field::Sqlstate => self.sqlstate.as_deref(),
             Field::Errno => self.errno.as_deref(),
             Field::Exception => self.exception.as_deref(),
-            Field::GrpcCode => self.grpc_code.as_deref(),
+            Field::GrpcCode => self.grpc_lower.as_deref(),
             Field::Signal => self.signal.as_deref(),
             Field::Tool => self.tool.as_deref(),
             Field::Operation => self.operation.as_deref(),
@@ -172,8 +259,8 @@ impl IndexedValues for Prepared<'_> {
 
     fn number(&self, field: Field) -> Option<i64> {
         match field {
-            Field::HttpStatus => self.report.http_status.map(i64::from),
-            Field::ExitCode => self.report.exit_code,
+            Field::HttpStatus => self.http_status,
+            Field::ExitCode => self.exit_code,
             Field::ElapsedMs => self.report.elapsed_ms.and_then(|v| i64::try_from(v).ok()),
             _ => None,
         }
@@ -199,9 +286,10 @@ fn candidates(rules: &RuleSet, prepared: &Prepared<'_>) -> Vec<usize> {
 pub(super) fn decide(
     rules: &RuleSet,
     report: &Report,
+    extracted: &Extracted,
     schema_valid: Option<bool>,
 ) -> Classification {
-    let prepared = Prepared::new(rules, report, schema_valid);
+    let prepared = Prepared::new(rules, report, extracted, schema_valid);
     let mut deciding: Vec<&CompiledRule> = Vec::new();
     let mut hint_rules: Vec<&CompiledRule> = Vec::new();
     for rule in candidates(rules, &prepared)
@@ -216,24 +304,35 @@ pub(super) fn decide(
             }
         }
     }
-    let Some(best) = deciding.iter().map(|r| r.level).min() else {
+    // Each rule's strength, with fields read weakly out of text ranked below the message.
+    let ranked: Vec<(&CompiledRule, Strength)> = deciding
+        .into_iter()
+        .map(|r| (r, prepared.strength(r)))
+        .collect();
+    let Some(best) = ranked.iter().map(|(_, s)| s.rank).min() else {
         return unclassified("no rule matched".to_owned(), Vec::new());
     };
-    let strongest: Vec<&CompiledRule> = deciding.into_iter().filter(|r| r.level == best).collect();
+    let strongest: Vec<(&CompiledRule, FieldSet)> = ranked
+        .into_iter()
+        .filter(|(_, s)| s.rank == best)
+        .map(|(r, s)| (r, s.fields))
+        .collect();
     // A rule on a strict superset of another's fields (at this level) is more specific.
-    let specific: Vec<&CompiledRule> = strongest
+    let specific: Vec<(&CompiledRule, FieldSet)> = strongest
         .iter()
         .copied()
-        .filter(|r| {
-            !strongest.iter().any(|o| {
-                o.level_fields != r.level_fields && o.level_fields.is_superset(r.level_fields)
-            })
+        .filter(|(_, fields)| {
+            !strongest
+                .iter()
+                .any(|(_, other)| other != fields && other.is_superset(*fields))
         })
         .collect();
     // Between rules on the same fields, the first in order wins.
     let mut winners: Vec<&CompiledRule> = Vec::new();
-    for rule in specific {
-        if !winners.iter().any(|w| w.level_fields == rule.level_fields) {
+    let mut seen: Vec<FieldSet> = Vec::new();
+    for (rule, fields) in specific {
+        if !seen.contains(&fields) {
+            seen.push(fields);
             winners.push(rule);
         }
     }
@@ -245,7 +344,7 @@ pub(super) fn decide(
             let sep = if i == 0 { " " } else { "; " };
             let class = w.rule.class.expect("deciding rules have a class");
             let _ = write!(reason, "{sep}rule `{}` says {class}", w.rule.id);
-            evidence.extend(rule_evidence(w, report));
+            evidence.extend(rule_evidence(w, &prepared));
         }
         return unclassified(reason, evidence);
     }
@@ -255,10 +354,22 @@ pub(super) fn decide(
         .rule
         .fallback_allowed
         .unwrap_or(class.default_fallback_allowed());
-    let mut evidence = rule_evidence(winner, report);
+    let mut evidence = rule_evidence(winner, &prepared);
     if let Some(hint) = hint_rules.iter().find(|h| h.rule.retryable.is_some()) {
         retryable = hint.rule.retryable.unwrap_or(retryable);
-        evidence.extend(hint_evidence(hint, report, "retryable", retryable));
+        evidence.extend(hint_evidence(hint, &prepared, "retryable", retryable));
+    } else if let Some(flag) = &extracted.retryable {
+        // A flag the body carries is the server's own word, like a hint rule's header.
+        retryable = flag.value;
+        let mut found = Evidence::extracted(
+            flag.from,
+            "retryable",
+            flag.value.to_string(),
+            flag.by,
+            None,
+        );
+        found.note = Some(format!("the body sets retryable = {}", flag.value));
+        evidence.push(found);
     }
     if let Some(hint) = hint_rules
         .iter()
@@ -267,7 +378,7 @@ pub(super) fn decide(
         fallback_allowed = hint.rule.fallback_allowed.unwrap_or(fallback_allowed);
         evidence.extend(hint_evidence(
             hint,
-            report,
+            &prepared,
             "fallback_allowed",
             fallback_allowed,
         ));
@@ -300,8 +411,13 @@ fn unclassified(reason: String, evidence: Vec<Evidence>) -> Classification {
     }
 }
 
-fn hint_evidence(hint: &CompiledRule, report: &Report, what: &str, value: bool) -> Vec<Evidence> {
-    rule_evidence(hint, report)
+fn hint_evidence(
+    hint: &CompiledRule,
+    prepared: &Prepared<'_>,
+    what: &str,
+    value: bool,
+) -> Vec<Evidence> {
+    rule_evidence(hint, prepared)
         .into_iter()
         .map(|mut e| {
             e.note = Some(format!("hint rule sets {what} = {value}"));
@@ -310,41 +426,86 @@ fn hint_evidence(hint: &CompiledRule, report: &Report, what: &str, value: bool) 
         .collect()
 }
 
-/// The report fields a rule tested, with their values.
-fn rule_evidence(rule: &CompiledRule, report: &Report) -> Vec<Evidence> {
+/// The report fields a rule tested, with their values; an extracted value says where it was
+/// read and by which extractor.
+fn rule_evidence(rule: &CompiledRule, prepared: &Prepared<'_>) -> Vec<Evidence> {
     let id = rule.rule.id.as_str();
+    let report = prepared.report;
+    let found = prepared.extracted;
     let mut out = Vec::new();
-    let mut push = |field: &str, value: Option<String>| {
-        if let Some(value) = value {
-            out.push(Evidence::matched(field, value, id));
-        }
-    };
     for field in rule.fields.iter() {
         let name = field.name();
-        match field {
-            Field::HttpStatus => push(name, report.http_status.map(|v| v.to_string())),
-            Field::ExitCode => push(name, report.exit_code.map(|v| v.to_string())),
-            Field::ElapsedMs => push(name, report.elapsed_ms.map(|v| v.to_string())),
-            Field::GrpcCode => push(name, report.grpc_code.map(|c| c.name().to_owned())),
-            Field::Signal => push(name, report.signal.as_ref().map(|s| s.name().to_owned())),
-            Field::Errno => push(name, report.errno.clone()),
-            Field::Sqlstate => push(name, report.sqlstate.clone()),
-            Field::ErrorCode => push(name, report.error_code.clone()),
-            Field::Tool => push(name, report.tool.clone()),
-            Field::Operation => push(name, report.operation.clone()),
-            Field::Exception => push(name, report.exception.clone()),
-            Field::Message => push(name, report.message.as_deref().map(short)),
-            Field::SideEffects => push(
-                name,
+        let mut given = |value: Option<String>| {
+            value
+                .map(|v| out.push(Evidence::matched(name, v, id)))
+                .is_some()
+        };
+        let explicit = match field {
+            Field::HttpStatus => given(report.http_status.map(|v| v.to_string())),
+            Field::ExitCode => given(report.exit_code.map(|v| v.to_string())),
+            Field::ElapsedMs => given(report.elapsed_ms.map(|v| v.to_string())),
+            Field::GrpcCode => given(report.grpc_code.map(|c| c.name().to_owned())),
+            Field::Signal => given(report.signal.as_ref().map(|s| s.name().to_owned())),
+            Field::Errno => given(report.errno.clone()),
+            Field::Sqlstate => given(report.sqlstate.clone()),
+            Field::ErrorCode => given(report.error_code.clone()),
+            Field::Tool => given(report.tool.clone()),
+            Field::Operation => given(report.operation.clone()),
+            Field::Exception => given(report.exception.clone()),
+            Field::Message => given(report.message.as_deref().map(short)),
+            Field::SideEffects => given(
                 report
                     .side_effects
                     .map(|s| format!("{} of {} done", s.done, s.total)),
             ),
-            Field::SchemaValid => push(name, rule.rule.when.schema_valid.map(|v| v.to_string())),
+            Field::SchemaValid => given(rule.rule.when.schema_valid.map(|v| v.to_string())),
             Field::Headers => {
                 for (header, _) in &rule.rule.when.headers {
                     let value = report.headers.get(header).unwrap_or("(absent)").to_owned();
-                    push(&format!("headers.{header}"), Some(value));
+                    out.push(Evidence::matched(format!("headers.{header}"), value, id));
+                }
+                true
+            }
+        };
+        if explicit && field != Field::Message {
+            continue;
+        }
+        let mut from_extractor = |value: String, from, by| {
+            out.push(Evidence::extracted(from, name, value, by, Some(id)));
+        };
+        match field {
+            Field::HttpStatus => found
+                .http_status
+                .iter()
+                .for_each(|f| from_extractor(f.value.to_string(), f.from, f.by)),
+            Field::ExitCode => found
+                .exit_code
+                .iter()
+                .for_each(|f| from_extractor(f.value.to_string(), f.from, f.by)),
+            Field::GrpcCode => found
+                .grpc_code
+                .iter()
+                .for_each(|f| from_extractor(f.value.name().to_owned(), f.from, f.by)),
+            Field::SideEffects => found
+                .side_effects
+                .iter()
+                .for_each(|f| from_extractor("partial".to_owned(), f.from, f.by)),
+            Field::Message => {
+                for f in &found.texts {
+                    from_extractor(short(&f.value), f.from, f.by);
+                }
+            }
+            _ => {
+                let slot = match field {
+                    Field::Errno => &found.errno,
+                    Field::Sqlstate => &found.sqlstate,
+                    Field::ErrorCode => &found.error_code,
+                    Field::Tool => &found.tool,
+                    Field::Exception => &found.exception,
+                    _ => &None,
+                };
+                if let Some(f) = slot {
+                    from_extractor(f.value.clone(), f.from, f.by);
                 }
             }
         }

@@ -14,6 +14,7 @@
 //!
 //! | module | what it holds |
 //! |---|---|
+//! | `extract` | structured signals read out of message and output text, before the rules |
 //! | `field` | the report fields rules test, and their strength as evidence |
 //! | `matcher` | the matcher forms of a rule's `when` |
 //! | `rules` | rule files: parsing, compiling, the built-in rules |
@@ -24,6 +25,7 @@
 //! | `lint` | the checks `backstop rules check` adds: shadowed rules |
 
 mod evaluate;
+pub mod extract;
 pub mod field;
 mod hints;
 mod index;
@@ -70,6 +72,9 @@ pub struct Classification {
 pub struct Evidence {
     /// A path into the report (`http_status`, `headers.retry-after`, `output/items/1`).
     pub field: String,
+    /// The field an extractor read out of `field`'s text (`error_code` out of `message`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extracted: Option<String>,
     /// The field's value as text (shortened when long).
     pub value: String,
     /// The rule that used this field.
@@ -78,6 +83,9 @@ pub struct Evidence {
     /// What was made of it, when not a rule match.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The extractor that read it (see `backstop rules show`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 impl Evidence {
@@ -85,9 +93,11 @@ impl Evidence {
     pub fn matched(field: impl Into<String>, value: impl Into<String>, rule: &str) -> Self {
         Self {
             field: field.into(),
+            extracted: None,
             value: value.into(),
             rule: Some(rule.to_owned()),
             note: None,
+            by: None,
         }
     }
 
@@ -99,9 +109,29 @@ impl Evidence {
     ) -> Self {
         Self {
             field: field.into(),
+            extracted: None,
             value: value.into(),
             rule: None,
             note: Some(note.into()),
+            by: None,
+        }
+    }
+
+    /// A value an extractor read out of a text field, and the rule that used it.
+    pub fn extracted(
+        from: extract::Source,
+        field: &str,
+        value: impl Into<String>,
+        by: &str,
+        rule: Option<&str>,
+    ) -> Self {
+        Self {
+            field: from.name().to_owned(),
+            extracted: Some(field.to_owned()),
+            value: value.into(),
+            rule: rule.map(str::to_owned),
+            note: None,
+            by: Some(by.to_owned()),
         }
     }
 }
@@ -120,7 +150,8 @@ pub fn classify(rules: &RuleSet, report: &Report, now: Timestamp) -> Classificat
     };
     let (retry_after_ms, hint_notes) = hints::retry_hint(&report.headers, now);
     extra_evidence.extend(hint_notes);
-    let mut result = evaluate::decide(rules, report, schema_valid);
+    let extracted = extract::Extracted::from_report(report);
+    let mut result = evaluate::decide(rules, report, &extracted, schema_valid);
     result.evidence.extend(extra_evidence);
     result.retry_after_ms = retry_after_ms;
     result

@@ -138,10 +138,9 @@ pub(super) struct CompiledRule {
     pub fields: FieldSet,
     /// The fields the report must have for the rule to match.
     pub required: FieldSet,
-    /// The fields of the rule's strongest level.
+    /// The fields of the rule's strongest level (as written; evaluation may rank a field
+    /// the report has only as a weak extraction lower).
     pub level_fields: FieldSet,
-    /// The rule's strength: the level of its strongest field (1 is strongest).
-    pub level: u8,
 }
 
 impl RuleSet {
@@ -220,7 +219,6 @@ impl RuleSet {
                     level_fields: fields.at_level(level),
                     fields,
                     required,
-                    level,
                     rule,
                 }
             })
@@ -591,7 +589,10 @@ mod tests {
         )
         .unwrap();
         let set = RuleSet::compile(rules).unwrap();
-        assert_eq!(set.rules[0].level, Field::HttpStatus.level());
+        assert_eq!(
+            set.rules[0].fields.strongest_level(),
+            Some(Field::HttpStatus.level())
+        );
         assert_eq!(
             set.rules[0].level_fields,
             FieldSet::of(&[Field::HttpStatus])

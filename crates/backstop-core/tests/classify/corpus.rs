@@ -1,15 +1,48 @@
-//! The labeled corpus: each line is a real-world failure shape with the class it should get.
+//! The labeled corpus: real failures, each with the class and retryable it should get.
+//!
+//! `tests/data/labeled_reports.jsonl` holds structured reports, each of which must get its
+//! label. `tests/data/corpus/*.jsonl` holds failures as agents hold them (exception strings,
+//! response bodies, command output), each line with its `family`; the test prints accuracy
+//! per family and per combination of fields, and holds a floor per family and overall.
+//! Run it with `--nocapture` to see the table and every miss.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use backstop_core::classify::{RuleSet, classify};
 use backstop_core::{Class, Report};
 use jiff::Timestamp;
 use serde::Deserialize;
 
-const CORPUS: &str = include_str!("../data/labeled_reports.jsonl");
+const LABELED: &str = include_str!("../data/labeled_reports.jsonl");
+
+/// The corpus files, by name.
+const CORPUS: [(&str, &str); 3] = [
+    (
+        "sdk_clients",
+        include_str!("../data/corpus/sdk_clients.jsonl"),
+    ),
+    (
+        "envelopes_stores",
+        include_str!("../data/corpus/envelopes_stores.jsonl"),
+    ),
+    ("commands", include_str!("../data/corpus/commands.jsonl")),
+];
+
+/// The lowest share of lines whose class is right, per family (every family has one).
+const FAMILY_FLOORS: &[(&str, f64)] = &[];
+
+/// Over the whole corpus: class right, retryable right, and the most non-retryable failures
+/// called retryable.
+const CLASS_FLOOR: f64 = 0.0;
+const RETRYABLE_FLOOR: f64 = 0.0;
+const FALSE_RETRY_CEILING: f64 = 1.0;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Labeled {
+    #[serde(default)]
+    family: Option<String>,
     source: String,
     report: serde_json::Value,
     class: Class,
@@ -33,24 +66,37 @@ impl<'de> Deserialize<'de> for Hint {
     }
 }
 
+fn default_now() -> Timestamp {
+    "2026-01-01T00:00:00Z".parse().unwrap()
+}
+
+/// Every non-blank line of a file, parsed, with its line number.
+fn entries(name: &str, text: &str) -> Vec<(usize, Labeled)> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, line)| {
+            let entry: Labeled =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("{name} line {}: {e}", i + 1));
+            assert!(
+                !entry.source.trim().is_empty(),
+                "{name} line {} names no source",
+                i + 1
+            );
+            (i + 1, entry)
+        })
+        .collect()
+}
+
 #[test]
 fn every_labeled_report_gets_its_label() {
     let rules = RuleSet::builtin();
-    let default_now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
     let mut failures = Vec::new();
-    let mut count = 0;
-    for (i, line) in CORPUS
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-    {
-        count += 1;
-        let n = i + 1;
-        let entry: Labeled = serde_json::from_str(line).unwrap_or_else(|e| panic!("line {n}: {e}"));
-        assert!(!entry.source.trim().is_empty(), "line {n} names no source");
+    let labeled = entries("labeled_reports", LABELED);
+    for (n, entry) in &labeled {
         let report = Report::from_json(&entry.report.to_string())
             .unwrap_or_else(|e| panic!("line {n}: report refused: {e:?}"));
-        let got = classify(&rules, &report, entry.now.unwrap_or(default_now));
+        let got = classify(&rules, &report, entry.now.unwrap_or_else(default_now));
         let mut wrong = Vec::new();
         if got.class != entry.class {
             wrong.push(format!(
@@ -75,16 +121,174 @@ fn every_labeled_report_gets_its_label() {
             failures.push(format!("line {n} ({}): {}", entry.source, wrong.join("; ")));
         }
     }
-    assert!(
-        count >= 200,
-        "the corpus has {count} reports; it should have at least 200"
-    );
+    assert!(labeled.len() >= 200, "the labeled reports are too few");
     assert!(
         failures.is_empty(),
-        "{} of {count} mislabeled:\n{}",
+        "{} of {} mislabeled:\n{}",
         failures.len(),
+        labeled.len(),
         failures.join("\n")
     );
+}
+
+/// Right answers out of all, for one group of lines.
+#[derive(Debug, Default, Clone, Copy)]
+struct Tally {
+    lines: usize,
+    class_right: usize,
+    retryable_right: usize,
+    /// Lines whose label is not retryable.
+    not_retryable: usize,
+    /// Of those, the ones called retryable.
+    false_retry: usize,
+}
+
+impl Tally {
+    fn add(&mut self, class_right: bool, retryable_right: bool, want: bool, got: bool) {
+        self.lines += 1;
+        self.class_right += usize::from(class_right);
+        self.retryable_right += usize::from(retryable_right);
+        if !want {
+            self.not_retryable += 1;
+            self.false_retry += usize::from(got);
+        }
+    }
+
+    fn share(part: usize, whole: usize) -> f64 {
+        if whole == 0 {
+            1.0
+        } else {
+            part as f64 / whole as f64
+        }
+    }
+
+    fn class(&self) -> f64 {
+        Self::share(self.class_right, self.lines)
+    }
+
+    fn retryable(&self) -> f64 {
+        Self::share(self.retryable_right, self.lines)
+    }
+
+    fn false_retry(&self) -> f64 {
+        if self.not_retryable == 0 {
+            0.0
+        } else {
+            self.false_retry as f64 / self.not_retryable as f64
+        }
+    }
+
+    fn row(&self, name: &str) -> String {
+        format!(
+            "{name:<32} {:>4}  class {:>5.1}%  retryable {:>5.1}%  non-retryable called retryable {}/{}\n",
+            self.lines,
+            100.0 * self.class(),
+            100.0 * self.retryable(),
+            self.false_retry,
+            self.not_retryable
+        )
+    }
+}
+
+/// The report's fields, joined: `exit_code+message+tool`.
+fn field_combination(report: &serde_json::Value) -> String {
+    let mut keys: Vec<&str> = report
+        .as_object()
+        .map(|o| o.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    keys.sort_unstable();
+    keys.join("+")
+}
+
+#[test]
+fn the_corpus_holds_its_floors() {
+    let rules = RuleSet::builtin();
+    let mut total = Tally::default();
+    let mut families: BTreeMap<String, Tally> = BTreeMap::new();
+    let mut combinations: BTreeMap<String, Tally> = BTreeMap::new();
+    let mut misses = String::new();
+    for (file, text) in CORPUS {
+        for (n, entry) in entries(file, text) {
+            let family = entry
+                .family
+                .clone()
+                .unwrap_or_else(|| panic!("{file} line {n} names no family"));
+            let report = Report::from_json(&entry.report.to_string())
+                .unwrap_or_else(|e| panic!("{file} line {n}: report refused: {e:?}"));
+            let got = classify(&rules, &report, entry.now.unwrap_or_else(default_now));
+            let want_retry = entry.retryable.unwrap_or(entry.class.default_retryable());
+            let class_right = got.class == entry.class;
+            let retry_right = got.retryable == want_retry;
+            for tally in [
+                &mut total,
+                families.entry(family.clone()).or_default(),
+                combinations
+                    .entry(field_combination(&entry.report))
+                    .or_default(),
+            ] {
+                tally.add(class_right, retry_right, want_retry, got.retryable);
+            }
+            if !class_right || !retry_right {
+                let _ = writeln!(
+                    misses,
+                    "{file}:{n} [{family}] got {} retryable={} (rule {:?}), want {} retryable={want_retry}: {}",
+                    got.class,
+                    got.retryable,
+                    got.rule,
+                    entry.class,
+                    entry
+                        .report
+                        .to_string()
+                        .chars()
+                        .take(160)
+                        .collect::<String>()
+                );
+            }
+        }
+    }
+    let mut table = String::from("by family:\n");
+    for (name, tally) in &families {
+        table.push_str(&tally.row(name));
+    }
+    table.push_str("by fields given:\n");
+    for (name, tally) in &combinations {
+        table.push_str(&tally.row(name));
+    }
+    table.push_str(&total.row("all"));
+    println!("{table}\nmisses:\n{misses}");
+
+    let mut below = Vec::new();
+    for (name, tally) in &families {
+        let floor = FAMILY_FLOORS
+            .iter()
+            .find(|(f, _)| f == name)
+            .map(|(_, floor)| *floor)
+            .unwrap_or_else(|| panic!("family `{name}` has no floor in FAMILY_FLOORS"));
+        if tally.class() < floor {
+            below.push(format!(
+                "{name}: class {:.1}% < floor {:.1}%",
+                100.0 * tally.class(),
+                100.0 * floor
+            ));
+        }
+    }
+    if total.class() < CLASS_FLOOR {
+        below.push(format!("all: class {:.3} < {CLASS_FLOOR}", total.class()));
+    }
+    if total.retryable() < RETRYABLE_FLOOR {
+        below.push(format!(
+            "all: retryable {:.3} < {RETRYABLE_FLOOR}",
+            total.retryable()
+        ));
+    }
+    if total.false_retry() > FALSE_RETRY_CEILING {
+        below.push(format!(
+            "all: non-retryable called retryable {:.3} > {FALSE_RETRY_CEILING}",
+            total.false_retry()
+        ));
+    }
+    assert!(total.lines >= 700, "the corpus has {} lines", total.lines);
+    assert!(below.is_empty(), "{}\n{table}", below.join("\n"));
 }
 
 /// Every family of built-in rules (`http`, `aws`, `errno`, ... : the part of an id before its
@@ -92,19 +296,20 @@ fn every_labeled_report_gets_its_label() {
 #[test]
 fn every_rule_family_is_exercised_by_the_corpus() {
     let rules = RuleSet::builtin();
-    let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
     let family = |id: &str| id.split('.').next().unwrap_or(id).to_owned();
-    let mut used = std::collections::BTreeMap::<String, usize>::new();
-    for line in CORPUS.lines().filter(|l| !l.trim().is_empty()) {
-        let entry: Labeled = serde_json::from_str(line).unwrap();
-        let report = Report::from_json(&entry.report.to_string()).unwrap();
-        let got = classify(&rules, &report, entry.now.unwrap_or(now));
-        let ids = got
-            .rule
-            .iter()
-            .chain(got.evidence.iter().filter_map(|e| e.rule.as_ref()));
-        for id in ids.collect::<std::collections::BTreeSet<_>>() {
-            *used.entry(family(id)).or_default() += 1;
+    let mut used = BTreeMap::<String, usize>::new();
+    let all = std::iter::once(("labeled_reports", LABELED)).chain(CORPUS);
+    for (file, text) in all {
+        for (_, entry) in entries(file, text) {
+            let report = Report::from_json(&entry.report.to_string()).unwrap();
+            let got = classify(&rules, &report, entry.now.unwrap_or_else(default_now));
+            let ids = got
+                .rule
+                .iter()
+                .chain(got.evidence.iter().filter_map(|e| e.rule.as_ref()));
+            for id in ids.collect::<std::collections::BTreeSet<_>>() {
+                *used.entry(family(id)).or_default() += 1;
+            }
         }
     }
     let families: std::collections::BTreeSet<String> =

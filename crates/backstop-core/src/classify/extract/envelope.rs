@@ -1,0 +1,734 @@
+//! JSON bodies: the error envelopes APIs answer with, and batch results that report
+//! per-item failures.
+//!
+//! A body may be the report's `output`, or JSON inside its `message` (the whole message, or
+//! what follows a short prefix). Each shape below adds what it can; the first value found for
+//! a field is kept, so the more specific shapes run first.
+
+use serde_json::{Map, Value};
+
+use super::{Extracted, ExtractorInfo, Source};
+use crate::report::{GrpcCode, SideEffectState};
+
+type Object = Map<String, Value>;
+
+pub(super) const INFO_BATCH: ExtractorInfo = ExtractorInfo {
+    name: "batch_result",
+    reads: "a batch response that reports per-item failures: a failure count or list (FailedRecordCount, failureCount, Failed, Errors, writeErrors, failures, non-empty UnprocessedItems) beside items that went through, or a list of items some of which failed (bulk responses with \"errors\": true, per-item status or success flags)",
+    example: r#"{"FailedRecordCount": 2, "Records": [{"SequenceNumber": "1"}, {"ErrorCode": "ProvisionedThroughputExceededException"}, {"ErrorCode": "InternalFailure"}]}"#,
+    finds: "side_effects partial (every item failed: the first item's error code instead)",
+};
+
+pub(super) const INFO_GRAPHQL: ExtractorInfo = ExtractorInfo {
+    name: "graphql",
+    reads: "a GraphQL response with an errors list: data beside the errors is a partial result; errors alone give the first error's extensions.code (or type)",
+    example: r#"{"data": null, "errors": [{"message": "Not logged in", "extensions": {"code": "UNAUTHENTICATED"}}]}"#,
+    finds: "error_code \"UNAUTHENTICATED\", text \"Not logged in\"",
+};
+
+pub(super) const INFO_JSONRPC: ExtractorInfo = ExtractorInfo {
+    name: "jsonrpc",
+    reads: "a JSON-RPC 2.0 error object: its numeric code as the error code, its message as text; an MCP tool result with isError: its text content",
+    example: r#"{"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "Method not found"}}"#,
+    finds: "error_code \"-32601\"",
+};
+
+pub(super) const INFO_OK_FALSE: ExtractorInfo = ExtractorInfo {
+    name: "ok_false",
+    reads: "an {\"ok\": false, \"error\": \"...\"} envelope, which some APIs send with HTTP 200: the error as the error code",
+    example: r#"{"ok": false, "error": "ratelimited"}"#,
+    finds: "error_code \"ratelimited\"",
+};
+
+pub(super) const INFO_PROBLEM: ExtractorInfo = ExtractorInfo {
+    name: "problem_details",
+    reads: "RFC 9457 problem details: status as the HTTP status, the type URI's last segment as the error code, title and detail as text",
+    example: r#"{"type": "https://example.com/probs/out-of-credit", "title": "You do not have enough credit.", "status": 403}"#,
+    finds: "http_status 403, error_code \"out-of-credit\"",
+};
+
+pub(super) const INFO_ERROR_OBJECT: ExtractorInfo = ExtractorInfo {
+    name: "error_object",
+    reads: "an error object ({\"error\": {...}}, or code and message at the top): a reason, then code, then type as the error code; a gRPC status name as the gRPC code; a numeric code or status 100-599 as the HTTP status; the message as text",
+    example: r#"{"error": {"code": 429, "message": "Quota exceeded for quota metric 'Requests' per minute", "status": "RESOURCE_EXHAUSTED"}}"#,
+    finds: "http_status 429, grpc_code RESOURCE_EXHAUSTED, text \"Quota exceeded ...\"",
+};
+
+pub(super) const INFO_FLAGS: ExtractorInfo = ExtractorInfo {
+    name: "retry_flags",
+    reads: "a retryable flag the body carries (retryable, isRetryable, retriable, is_retryable) and error labels (TransientTransactionError, RetryableWriteError)",
+    example: r#"{"errorLabels": ["TransientTransactionError"], "code": 112, "codeName": "WriteConflict"}"#,
+    finds: "retryable true, error_code \"WriteConflict\"",
+};
+
+pub(super) const INFO_EMPTY: ExtractorInfo = ExtractorInfo {
+    name: "empty_output",
+    reads: "output that is an empty list, or an object whose only list of results is empty (results, items, hits, data, records, rows, documents) with no error",
+    example: r#"{"results": [], "total": 0}"#,
+    finds: "text \"no results\"",
+};
+
+/// The labels that say a failure may be retried as it is.
+const RETRY_LABELS: [&str; 3] = [
+    "TransientTransactionError",
+    "RetryableWriteError",
+    "RetryableError",
+];
+
+/// Reads one JSON body.
+pub(super) fn read(value: &Value, from: Source, found: &mut Extracted) {
+    match value {
+        Value::Object(object) => {
+            batch(object, from, found);
+            graphql(object, from, found);
+            jsonrpc(object, from, found);
+            ok_false(object, from, found);
+            problem(object, from, found);
+            error_object(object, from, found);
+            flags(object, from, found);
+            empty(object, from, found);
+        }
+        Value::Array(items) if items.is_empty() && from == Source::Output => {
+            found.add_text("no results", from, INFO_EMPTY.name);
+        }
+        Value::Array(items) => {
+            items_outcome(items, from, found);
+            if let Some(Value::Object(first)) = items.first()
+                && has_any(first, &["error", "errors", "message", "code"])
+            {
+                read(&items[0], from, found);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn has_any(object: &Object, keys: &[&str]) -> bool {
+    keys.iter().any(|k| object.contains_key(*k))
+}
+
+fn text_of(value: Option<&Value>) -> Option<&str> {
+    value
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+}
+
+fn non_empty(value: Option<&Value>) -> bool {
+    match value {
+        Some(Value::Object(map)) => !map.is_empty(),
+        Some(Value::Array(items)) => !items.is_empty(),
+        _ => false,
+    }
+}
+
+/// Whether a text reads as a code (`ratelimited`, `invalid_auth`) rather than a sentence.
+fn code_like(text: &str) -> bool {
+    text.len() <= 80
+        && !text.contains(' ')
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-.:#/".contains(&b))
+}
+
+/// A code (string or number) put as the error code; a sentence put as text.
+fn code_or_text(value: Option<&Value>, from: Source, by: &'static str, found: &mut Extracted) {
+    match value {
+        Some(Value::String(s)) if code_like(s.trim()) && !s.trim().is_empty() => {
+            Extracted::put(&mut found.error_code, s.trim().to_owned(), from, by);
+        }
+        Some(Value::String(s)) => found.add_text(s.trim(), from, by),
+        Some(Value::Number(n)) => {
+            Extracted::put(&mut found.error_code, n.to_string(), from, by);
+        }
+        _ => {}
+    }
+}
+
+/// Keys whose number or list counts the items that went through.
+const DONE_KEYS: [&str; 16] = [
+    "successCount",
+    "success_count",
+    "success",
+    "succeeded",
+    "Successful",
+    "Deleted",
+    "deleted",
+    "updated",
+    "created",
+    "inserted",
+    "nInserted",
+    "nModified",
+    "transfers",
+    "sent",
+    "processed",
+    "successful",
+];
+
+/// Keys whose number or list counts the items that failed.
+const FAILED_KEYS: [&str; 14] = [
+    "FailedPutCount",
+    "FailedRecordCount",
+    "FailedEntryCount",
+    "failureCount",
+    "failure_count",
+    "failure",
+    "failed",
+    "failures",
+    "Failed",
+    "Errors",
+    "writeErrors",
+    "UnprocessedItems",
+    "UnprocessedKeys",
+    "errors",
+];
+
+/// Keys that hold a batch's items.
+const ITEM_KEYS: [&str; 8] = [
+    "Records",
+    "RequestResponses",
+    "Entries",
+    "items",
+    "results",
+    "responses",
+    "data",
+    "Responses",
+];
+
+/// How many things a count key says: a number, or the length of a list or object.
+fn amount(value: Option<&Value>) -> Option<u64> {
+    match value? {
+        Value::Number(n) => n.as_u64(),
+        Value::Array(items) => Some(items.len() as u64),
+        Value::Object(map) => Some(map.len() as u64),
+        _ => None,
+    }
+}
+
+/// Whether one item of a batch failed (`Some(true)`), went through (`Some(false)`), or does
+/// not say.
+fn item_failed(item: &Value) -> Option<bool> {
+    let object = item.as_object()?;
+    // A bulk item wraps its result in its action: {"index": {"status": 201}}.
+    if object.len() == 1
+        && let Some(inner @ Value::Object(fields)) = object.values().next()
+        && (fields.contains_key("status") || fields.contains_key("error"))
+    {
+        return item_failed(inner);
+    }
+    let has_error = ["error", "Error", "ErrorCode", "errorCode", "error_code"]
+        .iter()
+        .any(|k| {
+            object
+                .get(*k)
+                .is_some_and(|v| !v.is_null() && v != "" && v != &Value::Bool(false))
+        })
+        || non_empty(object.get("errors"));
+    if has_error || object.get("success") == Some(&Value::Bool(false)) {
+        return Some(true);
+    }
+    match object.get("status") {
+        Some(Value::Number(n)) => return n.as_u64().map(|s| s >= 400),
+        Some(Value::String(s)) => {
+            let s = s.to_ascii_lowercase();
+            if ["error", "failed", "failure", "rejected", "invalid"].contains(&s.as_str()) {
+                return Some(true);
+            }
+            if ["ok", "success", "succeeded", "sent", "delivered", "created"].contains(&s.as_str())
+            {
+                return Some(false);
+            }
+        }
+        _ => {}
+    }
+    if object.get("success") == Some(&Value::Bool(true)) {
+        return Some(false);
+    }
+    [
+        "id",
+        "Id",
+        "messageId",
+        "MessageId",
+        "SequenceNumber",
+        "name",
+        "_id",
+    ]
+    .iter()
+    .any(|k| object.contains_key(*k))
+    .then_some(false)
+}
+
+fn batch(object: &Object, from: Source, found: &mut Extracted) {
+    let by = INFO_BATCH.name;
+    let failed = FAILED_KEYS
+        .iter()
+        .filter(|k| **k != "errors" || !object.get("errors").is_some_and(Value::is_boolean))
+        .find_map(|k| amount(object.get(*k)).filter(|n| *n > 0));
+    let done = DONE_KEYS
+        .iter()
+        .find_map(|k| amount(object.get(*k)).filter(|n| *n > 0));
+    let items = ITEM_KEYS
+        .iter()
+        .find_map(|k| object.get(*k).and_then(Value::as_array));
+    let aws_count = ["FailedPutCount", "FailedRecordCount", "FailedEntryCount"]
+        .iter()
+        .any(|k| object.contains_key(*k));
+    let unprocessed = ["UnprocessedItems", "UnprocessedKeys"]
+        .iter()
+        .any(|k| non_empty(object.get(*k)));
+    if failed.is_some() && (done.is_some() || unprocessed) {
+        Extracted::put(&mut found.side_effects, SideEffectState::Partial, from, by);
+        return;
+    }
+    // AWS counts the failed records beside the list of all of them.
+    if aws_count
+        && let (Some(failed), Some(items)) = (failed, items)
+        && failed < items.len() as u64
+    {
+        Extracted::put(&mut found.side_effects, SideEffectState::Partial, from, by);
+        return;
+    }
+    let bulk_errors = object.get("errors") == Some(&Value::Bool(true));
+    if let Some(items) = items
+        && (aws_count || bulk_errors || failed.is_some() || items.len() > 1)
+    {
+        items_outcome(items, from, found);
+    }
+}
+
+/// A list of items: partial when some failed and some went through; when every one failed,
+/// the first failure's code and message.
+fn items_outcome(items: &[Value], from: Source, found: &mut Extracted) {
+    let by = INFO_BATCH.name;
+    let outcomes: Vec<Option<bool>> = items.iter().map(item_failed).collect();
+    let failed = outcomes.iter().filter(|o| **o == Some(true)).count();
+    let passed = outcomes.iter().filter(|o| **o == Some(false)).count();
+    if failed > 0 && passed > 0 {
+        Extracted::put(&mut found.side_effects, SideEffectState::Partial, from, by);
+    } else if failed > 0 {
+        let first = items
+            .iter()
+            .zip(&outcomes)
+            .find(|(_, o)| **o == Some(true))
+            .map(|(item, _)| item);
+        if let Some(Value::Object(item)) = first {
+            let inner = match item.values().next() {
+                Some(Value::Object(inner)) if item.len() == 1 => inner,
+                _ => item,
+            };
+            match inner.get("error").or_else(|| inner.get("Error")) {
+                Some(Value::Object(error)) => read_error(error, from, found),
+                other => code_or_text(other, from, by, found),
+            }
+            read_error(inner, from, found);
+        }
+    }
+}
+
+fn graphql(object: &Object, from: Source, found: &mut Extracted) {
+    let by = INFO_GRAPHQL.name;
+    let Some(errors) = object.get("errors").and_then(Value::as_array) else {
+        return;
+    };
+    let Some(Value::Object(first)) = errors.first() else {
+        return;
+    };
+    let has_data = match object.get("data") {
+        Some(Value::Object(data)) => data.values().any(|v| !v.is_null()),
+        Some(Value::Null) | None => false,
+        Some(_) => true,
+    };
+    if has_data {
+        Extracted::put(&mut found.side_effects, SideEffectState::Partial, from, by);
+    }
+    let extensions = first.get("extensions").and_then(Value::as_object);
+    let code = extensions
+        .and_then(|e| e.get("code").or_else(|| e.get("classification")))
+        .or_else(|| first.get("type"))
+        .or_else(|| first.get("code"));
+    code_or_text(code, from, by, found);
+    for error in errors.iter().take(3) {
+        if let Some(message) = text_of(error.get("message")) {
+            found.add_text(message, from, by);
+        }
+    }
+}
+
+fn jsonrpc(object: &Object, from: Source, found: &mut Extracted) {
+    let by = INFO_JSONRPC.name;
+    // MCP: a tool that failed answers a result with isError and says why in its content.
+    let result = object
+        .get("result")
+        .and_then(Value::as_object)
+        .unwrap_or(object);
+    if result.get("isError") == Some(&Value::Bool(true))
+        && let Some(content) = result.get("content").and_then(Value::as_array)
+    {
+        for text in content
+            .iter()
+            .filter_map(|c| text_of(c.get("text")))
+            .take(3)
+        {
+            found.add_text(text, from, by);
+        }
+    }
+    let Some(Value::Object(error)) = object.get("error") else {
+        return;
+    };
+    let rpc = object.contains_key("jsonrpc") || object.contains_key("id");
+    let Some(code) = error.get("code").and_then(Value::as_i64) else {
+        return;
+    };
+    if !rpc || (100..=599).contains(&code) {
+        return;
+    }
+    Extracted::put(&mut found.error_code, code.to_string(), from, by);
+    if let Some(message) = text_of(error.get("message")) {
+        found.add_text(message, from, by);
+    }
+    if let Some(data) = text_of(error.get("data")) {
+        found.add_text(data, from, by);
+    }
+}
+
+fn ok_false(object: &Object, from: Source, found: &mut Extracted) {
+    let by = INFO_OK_FALSE.name;
+    if object.get("ok") != Some(&Value::Bool(false)) {
+        return;
+    }
+    code_or_text(object.get("error"), from, by, found);
+    if let Some(detail) = text_of(object.get("detail").or_else(|| object.get("warning"))) {
+        found.add_text(detail, from, by);
+    }
+}
+
+fn problem(object: &Object, from: Source, found: &mut Extracted) {
+    let by = INFO_PROBLEM.name;
+    let typed = text_of(object.get("type"));
+    let titled = text_of(object.get("title"));
+    if typed.is_none() && titled.is_none() {
+        return;
+    }
+    if !object.contains_key("status") && !object.contains_key("detail") {
+        return;
+    }
+    if let Some(status) = status_of(object.get("status")) {
+        Extracted::put_weak(&mut found.http_status, status, from, by);
+    }
+    if let Some(kind) = typed.filter(|t| t.contains('/') && *t != "about:blank") {
+        let last = kind.trim_end_matches('/').rsplit('/').next().unwrap_or("");
+        if code_like(last) && !last.is_empty() {
+            Extracted::put(&mut found.error_code, last.to_owned(), from, by);
+        }
+    }
+    for key in ["title", "detail"] {
+        if let Some(text) = text_of(object.get(key)) {
+            found.add_text(text, from, by);
+        }
+    }
+}
+
+/// An HTTP status as a number or numeric text, 100 to 599.
+fn status_of(value: Option<&Value>) -> Option<u16> {
+    let n = match value? {
+        Value::Number(n) => n.as_u64()?,
+        Value::String(s) => s.trim().parse().ok()?,
+        _ => return None,
+    };
+    u16::try_from(n).ok().filter(|s| (100..=599).contains(s))
+}
+
+fn error_object(object: &Object, from: Source, found: &mut Extracted) {
+    let by = INFO_ERROR_OBJECT.name;
+    let inner = ["error", "Error"]
+        .iter()
+        .find_map(|k| object.get(*k).and_then(Value::as_object));
+    match inner {
+        Some(error) => read_error(error, from, found),
+        None => {
+            // OAuth's {"error": "invalid_grant", "error_description": "..."}.
+            code_or_text(object.get("error"), from, by, found);
+            if let Some(Value::Array(errors)) =
+                object.get("Errors").or_else(|| object.get("errors"))
+                && let Some(Value::Object(first)) = errors.first()
+            {
+                read_error(first, from, found);
+            }
+            read_error(object, from, found);
+        }
+    }
+    if let Some(status) = status_of(object.get("status").or_else(|| object.get("statusCode"))) {
+        Extracted::put_weak(&mut found.http_status, status, from, by);
+    }
+}
+
+/// The codes and message of one error object.
+fn read_error(error: &Object, from: Source, found: &mut Extracted) {
+    let by = INFO_ERROR_OBJECT.name;
+    // Google puts the most specific reason in `errors[].reason` or `details[].reason`.
+    let reason = ["errors", "details"].iter().find_map(|k| {
+        error
+            .get(*k)?
+            .as_array()?
+            .iter()
+            .find_map(|d| text_of(d.get("reason")))
+    });
+    if let Some(reason) = reason {
+        Extracted::put(&mut found.error_code, reason.to_owned(), from, by);
+    }
+    for key in ["status", "Status"] {
+        match error.get(key) {
+            Some(Value::String(s)) => {
+                if let Some(code) = GrpcCode::parse(s).filter(|_| s.contains('_') || is_upper(s)) {
+                    Extracted::put(&mut found.grpc_code, code, from, by);
+                }
+            }
+            value => {
+                if let Some(status) = status_of(value) {
+                    Extracted::put_weak(&mut found.http_status, status, from, by);
+                }
+            }
+        }
+    }
+    let code_keys = [
+        "code",
+        "Code",
+        "error_code",
+        "errorCode",
+        "ErrorCode",
+        "__type",
+        "codeName",
+        "reason",
+        "type",
+        "errorType",
+        "error_type",
+    ];
+    for key in code_keys {
+        match error.get(key) {
+            Some(Value::Number(n)) if key.eq_ignore_ascii_case("code") => {
+                if let Some(status) = n.as_u64().and_then(|v| status_of(Some(&Value::from(v)))) {
+                    Extracted::put_weak(&mut found.http_status, status, from, by);
+                } else {
+                    Extracted::put(&mut found.error_code, n.to_string(), from, by);
+                }
+            }
+            Some(Value::String(s)) if key == "type" && (s == "error" || s.contains("://")) => {}
+            Some(Value::String(s)) if code_like(s.trim()) && !s.trim().is_empty() => {
+                Extracted::put(&mut found.error_code, s.trim().to_owned(), from, by);
+            }
+            _ => {}
+        }
+    }
+    for key in [
+        "message",
+        "Message",
+        "error_description",
+        "detail",
+        "errorMessage",
+        "error_message",
+        "description",
+    ] {
+        if let Some(text) = text_of(error.get(key)) {
+            found.add_text(text, from, by);
+        }
+    }
+}
+
+fn is_upper(text: &str) -> bool {
+    text.bytes()
+        .all(|b| b.is_ascii_uppercase() || b == b'_' || b.is_ascii_digit())
+}
+
+fn flags(object: &Object, from: Source, found: &mut Extracted) {
+    let by = INFO_FLAGS.name;
+    let keys = [
+        "retryable",
+        "isRetryable",
+        "retriable",
+        "is_retryable",
+        "Retryable",
+    ];
+    let inner = object.get("error").and_then(Value::as_object);
+    for place in [Some(object), inner].into_iter().flatten() {
+        for key in keys {
+            if let Some(flag) = place.get(key).and_then(Value::as_bool) {
+                Extracted::put(&mut found.retryable, flag, from, by);
+            }
+        }
+        if let Some(labels) = place.get("errorLabels").and_then(Value::as_array) {
+            let retry = labels
+                .iter()
+                .filter_map(Value::as_str)
+                .find(|l| RETRY_LABELS.contains(l));
+            if let Some(label) = retry {
+                Extracted::put(&mut found.retryable, true, from, by);
+                let code = text_of(place.get("codeName")).unwrap_or(label);
+                Extracted::put(&mut found.error_code, code.to_owned(), from, by);
+            }
+        }
+    }
+}
+
+fn empty(object: &Object, from: Source, found: &mut Extracted) {
+    if from != Source::Output || has_any(object, &["error", "errors", "message", "code"]) {
+        return;
+    }
+    let lists = [
+        "results",
+        "items",
+        "hits",
+        "data",
+        "records",
+        "rows",
+        "documents",
+        "matches",
+    ];
+    let mut any_list = false;
+    for key in lists {
+        match object.get(key) {
+            Some(Value::Array(items)) if !items.is_empty() => return,
+            Some(Value::Array(_)) => any_list = true,
+            // Elasticsearch: {"hits": {"total": {"value": 0}, "hits": []}}.
+            Some(Value::Object(inner)) if key == "hits" => {
+                if non_empty(inner.get("hits")) {
+                    return;
+                }
+                any_list |= inner.get("hits").is_some();
+            }
+            _ => {}
+        }
+    }
+    if any_list {
+        found.add_text("no results", from, INFO_EMPTY.name);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn read_output(value: Value) -> Extracted {
+        let mut found = Extracted::default();
+        read(&value, Source::Output, &mut found);
+        found
+    }
+
+    fn code(found: &Extracted) -> Option<&str> {
+        found.error_code.as_ref().map(|f| f.value.as_str())
+    }
+
+    #[test]
+    fn ok_false_gives_its_error_as_the_code() {
+        let found = read_output(json!({"ok": false, "error": "ratelimited"}));
+        assert_eq!(code(&found), Some("ratelimited"));
+        assert_eq!(found.error_code.unwrap().by, "ok_false");
+    }
+
+    #[test]
+    fn problem_details_give_status_and_type() {
+        let found = read_output(json!({
+            "type": "https://example.com/probs/out-of-credit",
+            "title": "You do not have enough credit.", "status": 403}));
+        assert_eq!(found.http_status.as_ref().map(|f| f.value), Some(403));
+        assert_eq!(code(&found), Some("out-of-credit"));
+    }
+
+    #[test]
+    fn error_objects_of_each_provider() {
+        let google = read_output(json!({"error": {"code": 429, "message": "Quota exceeded",
+            "status": "RESOURCE_EXHAUSTED"}}));
+        assert_eq!(google.http_status.map(|f| f.value), Some(429));
+        assert_eq!(
+            google.grpc_code.map(|f| f.value.name()),
+            Some("RESOURCE_EXHAUSTED")
+        );
+        let anthropic = read_output(
+            json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        );
+        assert_eq!(code(&anthropic), Some("overloaded_error"));
+        let openai = read_output(json!({"error": {"message": "m", "type": "requests",
+            "param": null, "code": "rate_limit_exceeded"}}));
+        assert_eq!(code(&openai), Some("rate_limit_exceeded"));
+        let reason = read_output(json!({"error": {"code": 403, "errors": [{"reason":
+            "userRateLimitExceeded"}], "status": "PERMISSION_DENIED"}}));
+        assert_eq!(code(&reason), Some("userRateLimitExceeded"));
+    }
+
+    #[test]
+    fn graphql_data_with_errors_is_partial_and_errors_alone_give_the_code() {
+        let partial = read_output(json!({"data": {"a": 1}, "errors": [{"message": "b failed"}]}));
+        assert_eq!(
+            partial.side_effects.map(|f| f.value),
+            Some(SideEffectState::Partial)
+        );
+        let alone = read_output(json!({"errors": [{"message": "no",
+            "extensions": {"code": "UNAUTHENTICATED"}}]}));
+        assert_eq!(code(&alone), Some("UNAUTHENTICATED"));
+        assert_eq!(alone.side_effects, None);
+    }
+
+    #[test]
+    fn an_mcp_tool_error_gives_its_text() {
+        let found = read_output(
+            json!({"jsonrpc": "2.0", "id": 4, "result": {"isError": true,
+            "content": [{"type": "text", "text": "API rate limit exceeded"}]}}),
+        );
+        assert_eq!(found.texts[0].value, "API rate limit exceeded");
+    }
+
+    #[test]
+    fn jsonrpc_codes_are_text() {
+        let found = read_output(json!({"jsonrpc": "2.0", "id": 1,
+            "error": {"code": -32601, "message": "Method not found"}}));
+        assert_eq!(code(&found), Some("-32601"));
+        assert_eq!(found.error_code.unwrap().by, "jsonrpc");
+    }
+
+    #[test]
+    fn batches_with_failed_items_are_partial() {
+        for body in [
+            json!({"FailedPutCount": 1, "RequestResponses": [{}, {"ErrorCode": "x"}]}),
+            json!({"UnprocessedItems": {"t": [{"PutRequest": {}}]}}),
+            json!({"took": 3, "errors": true, "items": [{"index": {"status": 201}},
+                {"index": {"status": 429, "error": {"type": "es_rejected_execution_exception"}}}]}),
+            json!({"Successful": [{"Id": "1"}], "Failed": [{"Id": "2", "Code": "x"}]}),
+        ] {
+            let found = read_output(body.clone());
+            assert_eq!(
+                found.side_effects.map(|f| f.value),
+                Some(SideEffectState::Partial),
+                "{body}"
+            );
+        }
+        let nothing_failed = read_output(json!({"FailedRecordCount": 0, "Records": [{}]}));
+        assert_eq!(nothing_failed.side_effects, None);
+        let all_failed = read_output(json!({"FailedRecordCount": 1,
+            "Records": [{"ErrorCode": "ProvisionedThroughputExceededException"}]}));
+        assert_eq!(
+            code(&all_failed),
+            Some("ProvisionedThroughputExceededException")
+        );
+    }
+
+    #[test]
+    fn retry_flags_and_labels() {
+        let found = read_output(json!({"error": {"code": "X", "retryable": false}}));
+        assert_eq!(found.retryable.map(|f| f.value), Some(false));
+        let mongo = read_output(json!({"errorLabels": ["TransientTransactionError"],
+            "codeName": "WriteConflict"}));
+        assert_eq!(mongo.retryable.as_ref().map(|f| f.value), Some(true));
+        assert_eq!(code(&mongo), Some("WriteConflict"));
+    }
+
+    #[test]
+    fn empty_results_in_output() {
+        assert_eq!(read_output(json!([])).texts[0].value, "no results");
+        assert_eq!(
+            read_output(json!({"results": [], "total": 0})).texts[0].value,
+            "no results"
+        );
+        assert!(read_output(json!({"results": [1]})).texts.is_empty());
+    }
+}

@@ -1,0 +1,163 @@
+//! The words of a code or a type name, for the message rules to read.
+//!
+//! Providers name their errors in the same vocabulary their messages use:
+//! `ProvisionedThroughputExceededException`, `rate_limit_exceeded`, `channel_not_found`.
+//! Split into words, a code no rule names is still judged by what it says.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::{Extracted, ExtractorInfo, Source};
+use crate::report::Report;
+
+pub(super) const INFO: ExtractorInfo = ExtractorInfo {
+    name: "code_words",
+    reads: "error_code and exception (given or extracted), and codes written in the text (CONSTANT_CASE, CamelCase, snake_case): their words, added to the text the message rules read",
+    example: "ChannelClosedByBroker: (406) PRECONDITION_FAILED - inequivalent arg 'durable'",
+    finds: "text \"channel closed by broker\", \"precondition failed\"",
+};
+
+/// The most code tokens read out of one text.
+const MAX_TOKENS: usize = 12;
+
+static CODE_TOKEN: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"\b(?:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[A-Z]?[a-z0-9]+(?:[A-Z][a-z0-9]+)+|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b",
+    )
+    .expect("the code token pattern is tested")
+});
+
+/// Adds the words of the codes written in a text (`PRECONDITION_FAILED`,
+/// `NotLeaderOrFollowerException`, `card_declined`), so the message rules read them.
+pub(super) fn add_text_tokens(text: &str, from: Source, found: &mut Extracted) {
+    if !text.bytes().any(|b| b == b'_') && !has_camel_hump(text) {
+        return;
+    }
+    let mut words = String::new();
+    for token in CODE_TOKEN.find_iter(text).take(MAX_TOKENS) {
+        if !words.is_empty() {
+            words.push_str(" | ");
+        }
+        words.push_str(&code_words(token.as_str()));
+    }
+    if !words.is_empty() {
+        found.add_text(words, from, INFO.name);
+    }
+}
+
+/// Whether a lower-case letter is followed by an upper-case one somewhere (`tooMany`).
+fn has_camel_hump(text: &str) -> bool {
+    text.as_bytes()
+        .windows(2)
+        .any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase())
+}
+
+/// Adds the words of the report's error code and exception name (given or extracted).
+pub(super) fn add_code_words(report: &Report, found: &mut Extracted) {
+    let code = report
+        .error_code
+        .as_deref()
+        .map(|c| (c, Source::Message))
+        .or_else(|| {
+            found
+                .error_code
+                .as_ref()
+                .map(|f| (f.value.as_str(), f.from))
+        });
+    let exception = report
+        .exception
+        .as_deref()
+        .map(|c| (c, Source::Message))
+        .or_else(|| found.exception.as_ref().map(|f| (f.value.as_str(), f.from)));
+    let mut texts = Vec::new();
+    for (name, from) in [code, exception].into_iter().flatten() {
+        let last = name.rsplit(['.', '#', '$', '/']).next().unwrap_or(name);
+        let last = last.rsplit("::").next().unwrap_or(last);
+        let words = code_words(last);
+        if words.chars().any(|c| c.is_ascii_alphabetic()) {
+            texts.push((words, from));
+        }
+    }
+    for (words, from) in texts {
+        found.add_text(words, from, INFO.name);
+    }
+}
+
+/// A code's words, lower-case, separated by single spaces: `TooManyRequests` →
+/// `too many requests`, `rate_limit_exceeded` → `rate limit exceeded`, `HTTPError` →
+/// `http error`.
+pub fn code_words(code: &str) -> String {
+    let chars: Vec<char> = code.chars().collect();
+    let mut out = String::with_capacity(code.len() + 8);
+    for (i, &c) in chars.iter().enumerate() {
+        if !c.is_ascii_alphanumeric() {
+            if !out.ends_with(' ') && !out.is_empty() {
+                out.push(' ');
+            }
+            continue;
+        }
+        if i > 0 && c.is_ascii_uppercase() {
+            let prev = chars[i - 1];
+            let next_lower = chars.get(i + 1).is_some_and(char::is_ascii_lowercase);
+            // A new word starts at an upper-case letter after a lower-case one or a digit
+            // (`tooMany`), or at the last capital of an acronym (`HTTPError`).
+            if (prev.is_ascii_lowercase() || prev.is_ascii_digit())
+                || (prev.is_ascii_uppercase() && next_lower)
+            {
+                if !out.ends_with(' ') && !out.is_empty() {
+                    out.push(' ');
+                }
+            }
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out.trim_end().to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_read_as_words() {
+        assert_eq!(code_words("TooManyRequests"), "too many requests");
+        assert_eq!(
+            code_words("ProvisionedThroughputExceededException"),
+            "provisioned throughput exceeded exception"
+        );
+        assert_eq!(code_words("rate_limit_exceeded"), "rate limit exceeded");
+        assert_eq!(code_words("HTTPError"), "http error");
+        assert_eq!(code_words("RESOURCE_EXHAUSTED"), "resource exhausted");
+        assert_eq!(code_words("out-of-credit"), "out of credit");
+        assert_eq!(code_words("S3SlowDown"), "s3 slow down");
+    }
+
+    #[test]
+    fn codes_in_text_are_read_as_words() {
+        let mut found = Extracted::default();
+        add_text_tokens(
+            "ChannelClosedByBroker: (406) PRECONDITION_FAILED - inequivalent arg; code card_declined",
+            Source::Message,
+            &mut found,
+        );
+        assert_eq!(
+            found.texts[0].value,
+            "channel closed by broker | precondition failed | card declined"
+        );
+        let mut none = Extracted::default();
+        add_text_tokens("plain words only", Source::Message, &mut none);
+        assert!(none.texts.is_empty());
+    }
+
+    #[test]
+    fn the_last_segment_of_a_qualified_name_is_read() {
+        let report = Report::from_json(
+            r#"{"exception": "com.amazonaws.dynamodb#ConditionalCheckFailedException"}"#,
+        )
+        .unwrap();
+        let mut found = Extracted::default();
+        add_code_words(&report, &mut found);
+        assert_eq!(found.texts[0].value, "conditional check failed exception");
+    }
+}
