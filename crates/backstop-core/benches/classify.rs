@@ -1,7 +1,9 @@
 //! Classification throughput on realistic mixes of 10,000 reports, with the built-in rules.
 //!
-//! `message_only`: reports that carry only a message (the text path: one `RegexSet` pass).
-//! `mixed`: every shape of the labeled corpus (codes, statuses, headers, schemas, messages).
+//! `message_only`: reports that carry only a message (the text path: extractors, then the
+//! message patterns their literals let through), from the labeled reports and the corpus.
+//! `mixed`: every shape of the labeled reports (codes, statuses, headers, schemas, messages).
+//! `corpus`: the text corpus as agents send it (messages, JSON bodies, command output).
 
 use std::hint::black_box;
 
@@ -11,13 +13,34 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use jiff::Timestamp;
 
 const CORPUS: &str = include_str!("../tests/data/labeled_reports.jsonl");
+const TEXT_CORPUS: [&str; 4] = [
+    include_str!("../tests/data/corpus/sdk_clients.jsonl"),
+    include_str!("../tests/data/corpus/envelopes_stores.jsonl"),
+    include_str!("../tests/data/corpus/commands.jsonl"),
+    include_str!("../tests/data/corpus/more_families.jsonl"),
+];
 const MIX: usize = 10_000;
 
-fn corpus_reports() -> Vec<serde_json::Value> {
-    CORPUS
-        .lines()
+fn reports_of(text: &str) -> impl Iterator<Item = serde_json::Value> + '_ {
+    text.lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["report"].clone())
+}
+
+fn corpus_reports() -> Vec<serde_json::Value> {
+    reports_of(CORPUS)
+        .chain(TEXT_CORPUS.iter().flat_map(|t| reports_of(t)))
+        .collect()
+}
+
+fn text_corpus() -> Vec<Report> {
+    let reports: Vec<Report> = TEXT_CORPUS
+        .iter()
+        .flat_map(|t| reports_of(t))
+        .map(|r| Report::from_json(&r.to_string()).unwrap())
+        .collect();
+    (0..MIX)
+        .map(|i| reports[i % reports.len()].clone())
         .collect()
 }
 
@@ -48,8 +71,7 @@ fn message_only() -> Vec<Report> {
 }
 
 fn mixed() -> Vec<Report> {
-    let reports: Vec<Report> = corpus_reports()
-        .iter()
+    let reports: Vec<Report> = reports_of(CORPUS)
         .map(|r| Report::from_json(&r.to_string()).unwrap())
         .collect();
     (0..MIX)
@@ -63,7 +85,11 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("classify");
     group.throughput(Throughput::Elements(MIX as u64));
     group.sample_size(20);
-    for (name, reports) in [("message_only_10k", message_only()), ("mixed_10k", mixed())] {
+    for (name, reports) in [
+        ("message_only_10k", message_only()),
+        ("mixed_10k", mixed()),
+        ("corpus_10k", text_corpus()),
+    ] {
         group.bench_function(name, |b| {
             b.iter(|| {
                 for report in &reports {

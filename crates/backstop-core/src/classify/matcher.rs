@@ -3,6 +3,8 @@
 //! Parsing a matcher from TOML collects every issue with its path; see `docs/rules.md` for the
 //! forms each field accepts.
 
+use std::sync::OnceLock;
+
 use regex::{Regex, RegexBuilder};
 use toml::Value;
 
@@ -10,7 +12,7 @@ use crate::issue::{Issue, join_path};
 use crate::report::{GrpcCode, Signal};
 
 /// The longest a compiled regex may grow, so a hostile rule file cannot eat the memory.
-const REGEX_SIZE_LIMIT: usize = 1 << 20;
+pub(super) const REGEX_SIZE_LIMIT: usize = 1 << 20;
 
 /// Compiles a case-insensitive regex with a size bound.
 pub fn compile_regex(pattern: &str) -> Result<Regex, regex::Error> {
@@ -18,6 +20,59 @@ pub fn compile_regex(pattern: &str) -> Result<Regex, regex::Error> {
         .case_insensitive(true)
         .size_limit(REGEX_SIZE_LIMIT)
         .build()
+}
+
+/// A regex kept as its source and compiled the first time it is used, so a rule set whose
+/// rules a report never reaches costs nothing to load.
+#[derive(Debug, Clone)]
+pub struct LazyRegex {
+    source: String,
+    compiled: OnceLock<Regex>,
+}
+
+impl LazyRegex {
+    /// A regex compiled now.
+    ///
+    /// # Errors
+    /// The pattern does not compile (syntax, or past the size limit).
+    pub fn checked(pattern: &str) -> Result<LazyRegex, regex::Error> {
+        let regex = compile_regex(pattern)?;
+        Ok(LazyRegex {
+            source: pattern.to_owned(),
+            compiled: OnceLock::from(regex),
+        })
+    }
+
+    /// A regex from a trusted source (the built-in rules, which tests compile), compiled on
+    /// first use.
+    pub fn trusted(pattern: &str) -> LazyRegex {
+        LazyRegex {
+            source: pattern.to_owned(),
+            compiled: OnceLock::new(),
+        }
+    }
+
+    /// The pattern as written.
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+
+    /// Whether the regex matches anywhere in `text`.
+    pub fn is_match(&self, text: &str) -> bool {
+        self.compiled
+            .get_or_init(|| compile_regex(&self.source).expect("built-in regexes are tested"))
+            .is_match(text)
+    }
+}
+
+/// Whether regexes are compiled while parsing (user files, so every bad one is listed) or
+/// on first use (the built-in rules, which tests check).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checks {
+    /// Compile and check every regex now.
+    Full,
+    /// Trust the source; compile each regex the first time it is used.
+    Trusted,
 }
 
 /// Matches an integer field: a set of values or an inclusive range.
@@ -143,7 +198,7 @@ pub enum TextMatch {
     /// Starts with this, kept lower-cased.
     Prefix(String),
     /// Matches this case-insensitive regex.
-    Regex(Regex),
+    Regex(LazyRegex),
 }
 
 impl TextMatch {
@@ -170,6 +225,16 @@ impl TextMatch {
 
     /// Parses `"X"`, `["X", "Y"]`, `{ prefix = "08" }` or `{ regex = "..." }`.
     pub fn parse(value: &Value, path: &str, issues: &mut Vec<Issue>) -> Option<TextMatch> {
+        TextMatch::parse_with(value, path, issues, Checks::Full)
+    }
+
+    /// [`TextMatch::parse`], compiling a regex now or on first use.
+    pub fn parse_with(
+        value: &Value,
+        path: &str,
+        issues: &mut Vec<Issue>,
+        checks: Checks,
+    ) -> Option<TextMatch> {
         match value {
             Value::String(s) => Some(TextMatch::OneOf(vec![s.to_ascii_lowercase()])),
             Value::Array(_) => string_list(value, path, issues).map(|list| {
@@ -184,9 +249,12 @@ impl TextMatch {
                     (Some(Value::String(p)), None) => {
                         Some(TextMatch::Prefix(p.to_ascii_lowercase()))
                     }
-                    (None, Some(Value::String(r))) => {
-                        regex_at(r, &join_path(path, "regex"), issues).map(TextMatch::Regex)
-                    }
+                    (None, Some(Value::String(r))) => match checks {
+                        Checks::Full => {
+                            regex_at(r, &join_path(path, "regex"), issues).map(TextMatch::Regex)
+                        }
+                        Checks::Trusted => Some(TextMatch::Regex(LazyRegex::trusted(r))),
+                    },
                     (Some(_), Some(_)) => {
                         issues.push(Issue::new(
                             path,
@@ -245,6 +313,16 @@ impl HeaderMatch {
 
     /// Parses a header value matcher.
     pub fn parse(value: &Value, path: &str, issues: &mut Vec<Issue>) -> Option<HeaderMatch> {
+        HeaderMatch::parse_with(value, path, issues, Checks::Full)
+    }
+
+    /// [`HeaderMatch::parse`], compiling a regex now or on first use.
+    pub fn parse_with(
+        value: &Value,
+        path: &str,
+        issues: &mut Vec<Issue>,
+        checks: Checks,
+    ) -> Option<HeaderMatch> {
         if let Value::Table(table) = value
             && table.contains_key("present")
         {
@@ -264,7 +342,7 @@ impl HeaderMatch {
             issues.push(unknown_key(path, "prefix", "regex, present"));
             return None;
         }
-        TextMatch::parse(value, path, issues).map(HeaderMatch::Value)
+        TextMatch::parse_with(value, path, issues, checks).map(HeaderMatch::Value)
     }
 }
 
@@ -351,8 +429,8 @@ pub fn string_list(value: &Value, path: &str, issues: &mut Vec<Issue>) -> Option
 }
 
 /// Compiles a regex, or records why it cannot be.
-pub fn regex_at(pattern: &str, path: &str, issues: &mut Vec<Issue>) -> Option<Regex> {
-    match compile_regex(pattern) {
+pub fn regex_at(pattern: &str, path: &str, issues: &mut Vec<Issue>) -> Option<LazyRegex> {
+    match LazyRegex::checked(pattern) {
         Ok(regex) => Some(regex),
         Err(error) => {
             issues.push(Issue::new(

@@ -1,65 +1,167 @@
-//! Every `message` pattern of a rule set in one pass over the message.
+//! Every `message` pattern of a rule set, matched without compiling what cannot match.
 //!
-//! Patterns written in ASCII run in an ASCII-only set (ASCII case folding, ASCII `\b` and
-//! `\w`), whose automaton stays small however many rules there are; patterns with other
-//! characters run in a Unicode set, so `Превышен` still matches `превышен`.
+//! A rule's `message` is a list of patterns; each pattern is compiled on its own, the first
+//! time a message could match it. For the built-in rules, the build step found the literals
+//! every match of a pattern must start with (`quota.{0,120}per minute` starts with `quota`);
+//! one Aho-Corasick pass over the message (folded to lower case) names the patterns whose
+//! literals occur, and only those are compiled and run. A pattern with no known literals,
+//! and every pattern of a user's file, is tried on every message.
+//!
+//! Patterns written in ASCII fold ASCII case and use ASCII `\b` and `\w`; patterns with other
+//! characters fold Unicode case, so `Превышен` still matches `превышен`.
 
-use regex::bytes::RegexSetBuilder as AsciiSetBuilder;
-use regex::{RegexSet, RegexSetBuilder};
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
-/// Caps on the compiled sets and their lazy DFA caches.
-const SET_SIZE_LIMIT: usize = 64 << 20;
-const DFA_CACHE_LIMIT: usize = 64 << 20;
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
-/// The message patterns of a rule set, and the rule each belongs to.
+use super::matcher::REGEX_SIZE_LIMIT;
+
+include!(concat!(env!("OUT_DIR"), "/message_literals.rs"));
+
+/// One pattern of one rule.
+#[derive(Debug, Clone)]
+struct Pattern {
+    /// The rule it belongs to.
+    rule: usize,
+    source: String,
+    compiled: OnceLock<Matcher>,
+}
+
+/// A compiled pattern: bytes (ASCII rules) or Unicode.
+#[derive(Debug, Clone)]
+enum Matcher {
+    Ascii(regex::bytes::Regex),
+    Unicode(regex::Regex),
+}
+
+impl Pattern {
+    fn compile(source: &str) -> Result<Matcher, regex::Error> {
+        if source.is_ascii() {
+            regex::bytes::RegexBuilder::new(source)
+                .unicode(false)
+                .case_insensitive(true)
+                .size_limit(REGEX_SIZE_LIMIT)
+                .build()
+                .map(Matcher::Ascii)
+        } else {
+            regex::RegexBuilder::new(source)
+                .case_insensitive(true)
+                .size_limit(REGEX_SIZE_LIMIT)
+                .build()
+                .map(Matcher::Unicode)
+        }
+    }
+
+    fn is_match(&self, text: &str) -> bool {
+        let matcher = self.compiled.get_or_init(|| {
+            Pattern::compile(&self.source).expect("message patterns are checked when parsed")
+        });
+        match matcher {
+            Matcher::Ascii(regex) => regex.is_match(text.as_bytes()),
+            Matcher::Unicode(regex) => regex.is_match(text),
+        }
+    }
+}
+
+/// The message patterns of a rule set, and what picks the ones worth trying.
 #[derive(Debug, Clone)]
 pub(super) struct MessageSet {
-    ascii: regex::bytes::RegexSet,
-    ascii_rules: Vec<usize>,
-    unicode: RegexSet,
-    unicode_rules: Vec<usize>,
+    patterns: Vec<Pattern>,
+    /// The gate: its pattern `i` is `literals[i]`; each names the patterns it opens.
+    gate: Option<AhoCorasick>,
+    opens: Vec<Vec<usize>>,
+    /// Patterns with no known literals: tried on every message.
+    always: Vec<usize>,
 }
 
 impl MessageSet {
-    /// Builds the sets from `(rule index, pattern)` pairs.
-    pub(super) fn build(patterns: &[(usize, String)]) -> Result<MessageSet, regex::Error> {
-        type Patterns<'a> = Vec<&'a (usize, String)>;
-        let (ascii, unicode): (Patterns<'_>, Patterns<'_>) =
-            patterns.iter().partition(|(_, p)| p.is_ascii());
-        Ok(MessageSet {
-            ascii: AsciiSetBuilder::new(ascii.iter().map(|(_, p)| p))
-                .unicode(false)
-                .case_insensitive(true)
-                .size_limit(SET_SIZE_LIMIT)
-                .dfa_size_limit(DFA_CACHE_LIMIT)
-                .build()?,
-            ascii_rules: ascii.iter().map(|(r, _)| *r).collect(),
-            unicode: RegexSetBuilder::new(unicode.iter().map(|(_, p)| p))
-                .case_insensitive(true)
-                .size_limit(SET_SIZE_LIMIT)
-                .dfa_size_limit(DFA_CACHE_LIMIT)
-                .build()?,
-            unicode_rules: unicode.iter().map(|(r, _)| *r).collect(),
-        })
+    /// Builds the set from `(rule index, rule id, patterns)`: the built-in rules' patterns
+    /// are gated by their literals, the others always tried.
+    pub(super) fn build<'a>(
+        rules: impl IntoIterator<Item = (usize, &'a str, &'a [String])>,
+    ) -> Self {
+        let known: HashMap<&str, &[&[&str]]> = MESSAGE_LITERALS.iter().copied().collect();
+        let mut patterns = Vec::new();
+        let mut literal_index: HashMap<&str, usize> = HashMap::new();
+        let mut literals: Vec<&str> = Vec::new();
+        let mut opens: Vec<Vec<usize>> = Vec::new();
+        let mut always = Vec::new();
+        for (rule, id, sources) in rules {
+            // A user's rule may reuse no built-in id, but its patterns are its own: the
+            // literals apply only when the patterns are the built-in ones.
+            let gates = known.get(id).filter(|g| g.len() == sources.len());
+            for (i, source) in sources.iter().enumerate() {
+                let index = patterns.len();
+                patterns.push(Pattern {
+                    rule,
+                    source: source.clone(),
+                    compiled: OnceLock::new(),
+                });
+                match gates.map(|g| g[i]).filter(|g| !g.is_empty()) {
+                    Some(gate) => {
+                        for literal in gate {
+                            let slot = *literal_index.entry(literal).or_insert_with(|| {
+                                literals.push(literal);
+                                opens.push(Vec::new());
+                                literals.len() - 1
+                            });
+                            opens[slot].push(index);
+                        }
+                    }
+                    None => always.push(index),
+                }
+            }
+        }
+        let gate = (!literals.is_empty()).then(|| {
+            AhoCorasickBuilder::new()
+                .kind(Some(AhoCorasickKind::NoncontiguousNFA))
+                .match_kind(MatchKind::Standard)
+                .build(&literals)
+                .expect("literals this few always build")
+        });
+        MessageSet {
+            patterns,
+            gate,
+            opens,
+            always,
+        }
     }
 
-    /// Appends the index of every rule whose pattern matches `text`.
-    pub(super) fn matching_rules(&self, text: &str, out: &mut Vec<usize>) {
-        if !self.ascii_rules.is_empty() {
-            out.extend(
-                self.ascii
-                    .matches(text.as_bytes())
-                    .iter()
-                    .map(|i| self.ascii_rules[i]),
-            );
+    /// Compiles every pattern now.
+    ///
+    /// # Errors
+    /// The first pattern that does not compile.
+    pub(super) fn compile_all(&self) -> Result<(), regex::Error> {
+        for pattern in &self.patterns {
+            if pattern.compiled.get().is_none() {
+                let _ = pattern.compiled.set(Pattern::compile(&pattern.source)?);
+            }
         }
-        if !self.unicode_rules.is_empty() {
-            out.extend(
-                self.unicode
-                    .matches(text)
-                    .iter()
-                    .map(|i| self.unicode_rules[i]),
-            );
+        Ok(())
+    }
+
+    /// Appends the index of every rule with a pattern that matches `text` (each rule once).
+    pub(super) fn matching_rules(&self, text: &str, out: &mut Vec<usize>) {
+        let mut tried = vec![false; self.patterns.len()];
+        let mut candidates: Vec<usize> = self.always.clone();
+        if let Some(gate) = &self.gate {
+            // The literals are lower-case ASCII; the text is folded the same way.
+            let folded = text.to_ascii_lowercase();
+            for found in gate.find_overlapping_iter(&folded) {
+                candidates.extend(&self.opens[found.pattern().as_usize()]);
+            }
+        }
+        candidates.sort_unstable();
+        let start = out.len();
+        for index in candidates {
+            if std::mem::replace(&mut tried[index], true) {
+                continue;
+            }
+            let pattern = &self.patterns[index];
+            if out[start..].last() != Some(&pattern.rule) && pattern.is_match(text) {
+                out.push(pattern.rule);
+            }
         }
     }
 }
@@ -67,6 +169,14 @@ impl MessageSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn set(rules: &[(usize, &str, &[&str])]) -> MessageSet {
+        let owned: Vec<(usize, &str, Vec<String>)> = rules
+            .iter()
+            .map(|(i, id, p)| (*i, *id, p.iter().map(|s| (*s).to_owned()).collect()))
+            .collect();
+        MessageSet::build(owned.iter().map(|(i, id, p)| (*i, *id, p.as_slice())))
+    }
 
     fn hits(set: &MessageSet, text: &str) -> Vec<usize> {
         let mut out = Vec::new();
@@ -77,15 +187,47 @@ mod tests {
 
     #[test]
     fn ascii_and_unicode_patterns_both_fold_case() {
-        let set = MessageSet::build(&[
-            (3, r"\btimed out\b".to_owned()),
-            (7, "превышен лимит".to_owned()),
-            (9, "quota".to_owned()),
-        ])
-        .unwrap();
+        let set = set(&[
+            (3, "x.a", &[r"\btimed out\b"]),
+            (7, "x.b", &["превышен лимит"]),
+            (9, "x.c", &["quota", "budget"]),
+        ]);
         assert_eq!(hits(&set, "Request TIMED OUT after 30s"), [3]);
         assert_eq!(hits(&set, "Превышен лимит запросов"), [7]);
-        assert_eq!(hits(&set, "Quota: превышен ЛИМИТ"), [7, 9]);
+        assert_eq!(hits(&set, "Quota: превышен ЛИМИТ, budget"), [7, 9]);
         assert!(hits(&set, "fine").is_empty());
+    }
+
+    #[test]
+    fn built_in_patterns_are_gated_and_compiled_only_when_their_literals_occur() {
+        let rules = super::super::rules::RuleSet::builtin();
+        let messages = &rules.messages;
+        assert!(
+            messages.gate.is_some() && messages.always.len() < messages.patterns.len() / 4,
+            "most built-in patterns have literals: {} always tried of {}",
+            messages.always.len(),
+            messages.patterns.len()
+        );
+        let mut out = Vec::new();
+        messages.matching_rules("connection refused", &mut out);
+        let compiled = messages
+            .patterns
+            .iter()
+            .filter(|p| p.compiled.get().is_some())
+            .count();
+        assert!(!out.is_empty());
+        assert!(
+            compiled < messages.patterns.len() / 4,
+            "{compiled} of {} patterns compiled for one message",
+            messages.patterns.len()
+        );
+    }
+
+    #[test]
+    fn every_built_in_pattern_compiles() {
+        super::super::rules::RuleSet::builtin()
+            .messages
+            .compile_all()
+            .unwrap();
     }
 }

@@ -17,7 +17,7 @@ use serde::Deserialize;
 const LABELED: &str = include_str!("../data/labeled_reports.jsonl");
 
 /// The corpus files, by name.
-const CORPUS: [(&str, &str); 3] = [
+const CORPUS: [(&str, &str); 4] = [
     (
         "sdk_clients",
         include_str!("../data/corpus/sdk_clients.jsonl"),
@@ -27,16 +27,55 @@ const CORPUS: [(&str, &str); 3] = [
         include_str!("../data/corpus/envelopes_stores.jsonl"),
     ),
     ("commands", include_str!("../data/corpus/commands.jsonl")),
+    (
+        "more_families",
+        include_str!("../data/corpus/more_families.jsonl"),
+    ),
 ];
 
-/// The lowest share of lines whose class is right, per family (every family has one).
-const FAMILY_FLOORS: &[(&str, f64)] = &[];
+/// The lowest share of lines whose class is right, per family (every family has one): about
+/// five points under what the rules reach today, so a change that costs a family shows.
+const FAMILY_FLOORS: &[(&str, f64)] = &[
+    ("batch_partial", 0.85),
+    ("botocore", 0.85),
+    ("browser", 0.95),
+    ("browser_automation", 0.85),
+    ("cargo", 0.75),
+    ("cloud_cli", 0.90),
+    ("clouds_infra", 0.80),
+    ("curl", 0.85),
+    ("datastores", 0.85),
+    ("docker", 0.95),
+    ("exit_codes", 0.85),
+    ("generic_retryability", 0.80),
+    ("gh", 0.75),
+    ("git", 0.85),
+    ("go_errors", 0.95),
+    ("google_api_core", 0.90),
+    ("graphql_jsonrpc", 0.90),
+    ("http_clients", 0.95),
+    ("json_envelope", 0.90),
+    ("jvm_dotnet", 0.90),
+    ("kubectl", 0.90),
+    ("llm_providers", 0.75),
+    ("llm_sdk", 0.85),
+    ("message_brokers", 0.85),
+    ("no_results", 0.70),
+    ("node_errors", 0.85),
+    ("npm", 0.95),
+    ("other_cli", 0.85),
+    ("pip", 0.95),
+    ("python_http", 0.95),
+    ("ruby_php_rust", 0.90),
+    ("schema_parse", 0.75),
+    ("sqlstate_text", 0.95),
+];
 
 /// Over the whole corpus: class right, retryable right, and the most non-retryable failures
 /// called retryable.
-const CLASS_FLOOR: f64 = 0.0;
-const RETRYABLE_FLOOR: f64 = 0.0;
-const FALSE_RETRY_CEILING: f64 = 1.0;
+const CLASS_FLOOR: f64 = 0.90;
+const RETRYABLE_FLOOR: f64 = 0.95;
+const FALSE_RETRY_CEILING: f64 = 0.02;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -143,17 +182,28 @@ struct Tally {
     false_retry: usize,
 }
 
+/// What one line got against its label.
+#[derive(Debug, Clone, Copy)]
+#[allow(clippy::struct_excessive_bools)] // four facts about one line, not a state machine
+struct Outcome {
+    class_right: bool,
+    retryable_right: bool,
+    want_retryable: bool,
+    got_retryable: bool,
+}
+
 impl Tally {
-    fn add(&mut self, class_right: bool, retryable_right: bool, want: bool, got: bool) {
+    fn add(&mut self, outcome: Outcome) {
         self.lines += 1;
-        self.class_right += usize::from(class_right);
-        self.retryable_right += usize::from(retryable_right);
-        if !want {
+        self.class_right += usize::from(outcome.class_right);
+        self.retryable_right += usize::from(outcome.retryable_right);
+        if !outcome.want_retryable {
             self.not_retryable += 1;
-            self.false_retry += usize::from(got);
+            self.false_retry += usize::from(outcome.got_retryable);
         }
     }
 
+    #[allow(clippy::cast_precision_loss)] // counts of corpus lines, far below 2^52
     fn share(part: usize, whole: usize) -> f64 {
         if whole == 0 {
             1.0
@@ -174,7 +224,7 @@ impl Tally {
         if self.not_retryable == 0 {
             0.0
         } else {
-            self.false_retry as f64 / self.not_retryable as f64
+            Self::share(self.false_retry, self.not_retryable)
         }
     }
 
@@ -219,6 +269,12 @@ fn the_corpus_holds_its_floors() {
             let want_retry = entry.retryable.unwrap_or(entry.class.default_retryable());
             let class_right = got.class == entry.class;
             let retry_right = got.retryable == want_retry;
+            let outcome = Outcome {
+                class_right,
+                retryable_right: retry_right,
+                want_retryable: want_retry,
+                got_retryable: got.retryable,
+            };
             for tally in [
                 &mut total,
                 families.entry(family.clone()).or_default(),
@@ -226,7 +282,7 @@ fn the_corpus_holds_its_floors() {
                     .entry(field_combination(&entry.report))
                     .or_default(),
             ] {
-                tally.add(class_right, retry_right, want_retry, got.retryable);
+                tally.add(outcome);
             }
             if !class_right || !retry_right {
                 let _ = writeln!(
@@ -255,15 +311,18 @@ fn the_corpus_holds_its_floors() {
         table.push_str(&tally.row(name));
     }
     table.push_str(&total.row("all"));
-    println!("{table}\nmisses:\n{misses}");
+    // The table is the point of this test: `--nocapture` shows it.
+    #[allow(clippy::print_stdout)]
+    {
+        println!("{table}\nmisses:\n{misses}");
+    }
 
     let mut below = Vec::new();
     for (name, tally) in &families {
-        let floor = FAMILY_FLOORS
-            .iter()
-            .find(|(f, _)| f == name)
-            .map(|(_, floor)| *floor)
-            .unwrap_or_else(|| panic!("family `{name}` has no floor in FAMILY_FLOORS"));
+        let floor = FAMILY_FLOORS.iter().find(|(f, _)| f == name).map_or_else(
+            || panic!("family `{name}` has no floor in FAMILY_FLOORS"),
+            |(_, floor)| *floor,
+        );
         if tally.class() < floor {
             below.push(format!(
                 "{name}: class {:.1}% < floor {:.1}%",

@@ -42,3 +42,16 @@ fn every_default_rule_names_its_source_in_a_comment() {
         missing.join("\n")
     );
 }
+
+/// docs/rules.md documents every extractor, with an example.
+#[test]
+fn every_extractor_is_documented() {
+    let doc = include_str!("../../../../docs/rules.md");
+    for extractor in backstop_core::classify::extract::EXTRACTORS {
+        assert!(
+            doc.contains(&format!("| `{}` |", extractor.name)),
+            "docs/rules.md does not document the extractor `{}`",
+            extractor.name
+        );
+    }
+}

@@ -223,17 +223,20 @@ proptest! {
         let http_date = httpdate_of(date);
         let mut headers = Map::new();
         let mut floor = 0u64;
-        // Retry-After is given once: as delay-seconds or as an HTTP-date.
-        if which & 1 != 0 {
+        // Retry-After is given once: as delay-seconds or as an HTTP-date. When retry-after-ms
+        // is given too, it is the more precise form of the same wait and takes precedence.
+        let retry_after_floor = if which & 1 != 0 {
             headers.insert("Retry-After".into(), json!(seconds.to_string()));
-            floor = floor.max(u64::from(seconds) * 1000);
+            u64::from(seconds) * 1000
         } else {
             headers.insert("RETRY-AFTER".into(), json!(http_date));
-            floor = floor.max(u64::try_from(date_offset).unwrap() * 1000);
-        }
+            u64::try_from(date_offset).unwrap() * 1000
+        };
         if which & 2 != 0 {
             headers.insert("retry-after-ms".into(), json!(ms.to_string()));
             floor = floor.max(u64::from(ms));
+        } else {
+            floor = floor.max(retry_after_floor);
         }
         if which & 4 != 0 {
             headers.insert("x-ratelimit-reset-requests".into(), json!(format!("{seconds}s")));

@@ -452,7 +452,7 @@ pub enum RulesCommand {
         after_help = "Exit codes:\n  0  no issues\n  1  issues found (listed)\n  2  a file could not be read"
     )]
     Check(RulesCheckArgs),
-    /// Print the built-in rules (rules/default.toml).
+    /// Print the extractors (as comments) and the built-in rules (rules/default.toml).
     Show,
 }
 

@@ -104,9 +104,9 @@ const FLAG_CASES: &[FlagCase] = &[
     FlagCase {
         name: "signal_9",
         flags: &["--signal", "9"],
-        class: "transient",
-        retryable: true,
-        fallback: true,
+        class: "unclassified",
+        retryable: false,
+        fallback: false,
         field: "signal",
         value: "SIGKILL",
     },

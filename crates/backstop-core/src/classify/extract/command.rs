@@ -97,8 +97,9 @@ fn npm(text: &str, from: Source, found: &mut Extracted) {
         .ok()
         .filter(|s| (400..=599).contains(s));
     match status {
-        Some(status) => Extracted::put_weak(&mut found.http_status, status, from, by),
-        None if is_errno(code) => Extracted::put(&mut found.errno, code.to_owned(), from, by),
+        // npm's E404 is a code, not wording: it keeps the strength of a status.
+        Some(status) => Extracted::put(&mut found.http_status, status, from, by),
+        None if is_errno(code) => Extracted::put_weak(&mut found.errno, code.to_owned(), from, by),
         None => Extracted::put(&mut found.error_code, code.to_owned(), from, by),
     }
 }

@@ -61,9 +61,16 @@ pub(super) const INFO_FLAGS: ExtractorInfo = ExtractorInfo {
     finds: "retryable true, error_code \"WriteConflict\"",
 };
 
+pub(super) const INFO_LLM: ExtractorInfo = ExtractorInfo {
+    name: "llm_response",
+    reads: "a model's answer that stopped for a reason other than finishing: finish_reason / finishReason (length, MAX_TOKENS, content_filter, SAFETY), stop_reason (max_tokens, refusal), promptFeedback.blockReason",
+    example: r#"{"candidates": [{"finishReason": "SAFETY", "index": 0}]}"#,
+    finds: "text \"finish_reason: SAFETY\"",
+};
+
 pub(super) const INFO_EMPTY: ExtractorInfo = ExtractorInfo {
     name: "empty_output",
-    reads: "output that is an empty list, or an object whose only list of results is empty (results, items, hits, data, records, rows, documents) with no error",
+    reads: "output that is an empty list or empty text, or an object (and its data, hits or result object) whose every list is empty, with no error",
     example: r#"{"results": [], "total": 0}"#,
     finds: "text \"no results\"",
 };
@@ -86,6 +93,7 @@ pub(super) fn read(value: &Value, from: Source, found: &mut Extracted) {
             problem(object, from, found);
             error_object(object, from, found);
             flags(object, from, found);
+            llm_response(object, from, found);
             empty(object, from, found);
         }
         Value::Array(items) if items.is_empty() && from == Source::Output => {
@@ -443,19 +451,17 @@ fn error_object(object: &Object, from: Source, found: &mut Extracted) {
     let inner = ["error", "Error"]
         .iter()
         .find_map(|k| object.get(*k).and_then(Value::as_object));
-    match inner {
-        Some(error) => read_error(error, from, found),
-        None => {
-            // OAuth's {"error": "invalid_grant", "error_description": "..."}.
-            code_or_text(object.get("error"), from, by, found);
-            if let Some(Value::Array(errors)) =
-                object.get("Errors").or_else(|| object.get("errors"))
-                && let Some(Value::Object(first)) = errors.first()
-            {
-                read_error(first, from, found);
-            }
-            read_error(object, from, found);
+    if let Some(error) = inner {
+        read_error(error, from, found);
+    } else {
+        // OAuth's {"error": "invalid_grant", "error_description": "..."}.
+        code_or_text(object.get("error"), from, by, found);
+        if let Some(Value::Array(errors)) = object.get("Errors").or_else(|| object.get("errors"))
+            && let Some(Value::Object(first)) = errors.first()
+        {
+            read_error(first, from, found);
         }
+        read_error(object, from, found);
     }
     if let Some(status) = status_of(object.get("status").or_else(|| object.get("statusCode"))) {
         Extracted::put_weak(&mut found.http_status, status, from, by);
@@ -475,6 +481,21 @@ fn read_error(error: &Object, from: Source, found: &mut Extracted) {
     });
     if let Some(reason) = reason {
         Extracted::put(&mut found.error_code, reason.to_owned(), from, by);
+    }
+    // Google's QuotaFailure names the quota: its words say whether it is per minute or per day.
+    let violations = error
+        .get("details")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|d| d.get("violations")?.as_array())
+        .flatten();
+    for violation in violations.take(3) {
+        for key in ["quotaId", "quotaMetric", "description"] {
+            if let Some(text) = text_of(violation.get(key)) {
+                found.add_text(super::code_words(text), from, by);
+            }
+        }
     }
     for key in ["status", "Status"] {
         match error.get(key) {
@@ -569,6 +590,40 @@ fn flags(object: &Object, from: Source, found: &mut Extracted) {
     }
 }
 
+/// The stop reasons that mean a model's answer is not a normal, finished one.
+const ABNORMAL_STOPS: [&str; 11] = [
+    "length",
+    "max_tokens",
+    "content_filter",
+    "safety",
+    "recitation",
+    "prohibited_content",
+    "blocklist",
+    "spii",
+    "refusal",
+    "malformed_function_call",
+    "other",
+];
+
+fn llm_response(object: &Object, from: Source, found: &mut Extracted) {
+    let by = INFO_LLM.name;
+    let first = ["choices", "candidates"]
+        .iter()
+        .find_map(|k| object.get(*k)?.as_array()?.first()?.as_object());
+    let reasons = [
+        first.and_then(|c| c.get("finish_reason").or_else(|| c.get("finishReason"))),
+        object.get("stop_reason"),
+        object
+            .get("promptFeedback")
+            .and_then(|p| p.get("blockReason")),
+    ];
+    for reason in reasons.into_iter().flatten().filter_map(Value::as_str) {
+        if ABNORMAL_STOPS.contains(&reason.to_ascii_lowercase().as_str()) {
+            found.add_text(format!("finish_reason: {reason}"), from, by);
+        }
+    }
+}
+
 fn empty(object: &Object, from: Source, found: &mut Extracted) {
     if from != Source::Output || has_any(object, &["error", "errors", "message", "code"]) {
         return;
@@ -609,6 +664,7 @@ mod tests {
 
     use super::*;
 
+    #[allow(clippy::needless_pass_by_value)] // tests read better with json!(..) passed in
     fn read_output(value: Value) -> Extracted {
         let mut found = Extracted::default();
         read(&value, Source::Output, &mut found);

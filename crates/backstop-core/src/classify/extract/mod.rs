@@ -116,6 +116,7 @@ pub const EXTRACTORS: &[ExtractorInfo] = &[
     envelope::INFO_JSONRPC,
     envelope::INFO_BATCH,
     envelope::INFO_FLAGS,
+    envelope::INFO_LLM,
     envelope::INFO_EMPTY,
     pyrepr::INFO,
     sdk::INFO_BOTOCORE,
@@ -142,6 +143,9 @@ impl Extracted {
         let mut found = Extracted::default();
         if let Some(output) = &report.output {
             match output {
+                serde_json::Value::String(text) if text.trim().is_empty() => {
+                    found.add_text("no results", Source::Output, envelope::INFO_EMPTY.name);
+                }
                 serde_json::Value::String(text) => found.read_text(text, Source::Output),
                 value => envelope::read(value, Source::Output, &mut found),
             }
@@ -218,10 +222,10 @@ impl Extracted {
 fn json_in(text: &str) -> Option<serde_json::Value> {
     let text = &text[..text.floor_char_boundary(JSON_CAP)];
     let trimmed = text.trim_start();
-    if trimmed.starts_with(['{', '[']) {
-        if let Some(value) = first_json_value(trimmed) {
-            return Some(value);
-        }
+    if trimmed.starts_with(['{', '['])
+        && let Some(value) = first_json_value(trimmed)
+    {
+        return Some(value);
     }
     let start = text.find('{')?;
     first_json_value(&text[start..])

@@ -5,6 +5,8 @@
 //! JSON (single quotes, `None`, `True`), so it is rewritten into JSON before the envelope
 //! extractors read it.
 
+use std::fmt::Write as _;
+
 use super::ExtractorInfo;
 
 pub(super) const INFO: ExtractorInfo = ExtractorInfo {
@@ -98,7 +100,7 @@ fn read_string(
             c if c == quote => return Some(()),
             '"' => out.push_str("\\\""),
             c if (c as u32) < 0x20 => {
-                out.push_str(&format!("\\u{:04x}", c as u32));
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
             }
             c => out.push(c),
         }

@@ -99,7 +99,7 @@ static STATUS_PHRASE: LazyLock<Regex> = LazyLock::new(|| {
 });
 static STATUS_WORDS: LazyLock<Regex> = LazyLock::new(|| {
     regex(
-        r"(?i)(?:status(?: code)?[ :=]+|HTTP/\d(?:\.\d)? |\bHTTP (?:status |error |code )?|returned (?:HTTP |status |error:? |a )?|status code of |failed with status code |\bcode[ :=]+)([45]\d\d)\b",
+        r"(?i)(?:status(?: code)?[ :=]+|HTTP/\d(?:\.\d)? |\bHTTP (?:status |error |code )?|returned (?:HTTP |status |error:? |a )?|status code of |failed with status code |\bcode[ :=]+|response(?: status)?(?: code)?[ :=]+)([45]\d\d)\b",
     )
 });
 static GRPC: LazyLock<Regex> = LazyLock::new(|| {
@@ -236,7 +236,7 @@ fn phrase_status(phrase: &str) -> Option<u16> {
         "unsupported media type" => 415,
         "range not satisfiable" => 416,
         "expectation failed" => 417,
-        "misdirected request" => 421,
+        "misdirected request" | "too many connections" => 421,
         "unprocessable entity" | "unprocessable content" => 422,
         "locked" => 423,
         "failed dependency" => 424,
@@ -256,7 +256,6 @@ fn phrase_status(phrase: &str) -> Option<u16> {
         "loop detected" => 508,
         "network authentication required" => 511,
         "site is overloaded" => 529,
-        "too many connections" => 421,
         _ => return None,
     };
     Some(status)
@@ -308,9 +307,9 @@ fn errno(text: &str, from: Source, found: &mut Extracted) {
                 Extracted::put(&mut found.error_code, name.to_owned(), from, by);
             }
             "ESOCKETTIMEDOUT" => {
-                Extracted::put(&mut found.errno, "ETIMEDOUT".to_owned(), from, by);
+                Extracted::put_weak(&mut found.errno, "ETIMEDOUT".to_owned(), from, by);
             }
-            _ => Extracted::put(&mut found.errno, name.to_owned(), from, by),
+            _ => Extracted::put_weak(&mut found.errno, name.to_owned(), from, by),
         }
         return;
     }
@@ -322,7 +321,7 @@ fn errno(text: &str, from: Source, found: &mut Extracted) {
             Some(name) if name.starts_with("EAI_") => {
                 Extracted::put(&mut found.error_code, name.to_owned(), from, by);
             }
-            Some(name) => Extracted::put(&mut found.errno, name.to_owned(), from, by),
+            Some(name) => Extracted::put_weak(&mut found.errno, name.to_owned(), from, by),
             None => {}
         }
     }
@@ -380,14 +379,14 @@ fn errno_name(number: i32) -> Option<&'static str> {
 fn go_net(text: &str, from: Source, found: &mut Extracted) {
     let by = INFO_GO.name;
     if text.contains("context deadline exceeded") || text.contains("Client.Timeout exceeded") {
-        Extracted::put(
+        Extracted::put_weak(
             &mut found.exception,
             "context.DeadlineExceeded".to_owned(),
             from,
             by,
         );
     } else if text.contains("context canceled") {
-        Extracted::put(
+        Extracted::put_weak(
             &mut found.exception,
             "context.Canceled".to_owned(),
             from,
@@ -414,12 +413,39 @@ fn go_net(text: &str, from: Source, found: &mut Extracted) {
                 return;
             }
         };
-        Extracted::put(&mut found.errno, errno.to_owned(), from, by);
+        Extracted::put_weak(&mut found.errno, errno.to_owned(), from, by);
     }
 }
 
+/// The endings an exception type name has; a text with none of them holds none.
+static EXCEPTION_ENDINGS: LazyLock<aho_corasick::AhoCorasick> = LazyLock::new(|| {
+    aho_corasick::AhoCorasick::new([
+        "Exception",
+        "Error",
+        "Exceeded",
+        "Timeout",
+        "TimedOut",
+        "Failure",
+        "Fault",
+        "Refused",
+        "Interrupt",
+        "Failed",
+        "Unavailable",
+        "Cancel",
+        "Conflict",
+        "Denied",
+        "NotFound",
+        "Throttl",
+        "Busy",
+        "Closed",
+        "Reset",
+        "Overloaded",
+    ])
+    .expect("a few literals always build")
+});
+
 fn exception(text: &str, from: Source, found: &mut Extracted) {
-    if found.exception.is_some() {
+    if found.exception.is_some() || !EXCEPTION_ENDINGS.is_match(text) {
         return;
     }
     if let Some(c) = EXCEPTION_LINE.captures_iter(text).last() {

@@ -102,12 +102,11 @@ pub fn code_words(code: &str) -> String {
             let next_lower = chars.get(i + 1).is_some_and(char::is_ascii_lowercase);
             // A new word starts at an upper-case letter after a lower-case one or a digit
             // (`tooMany`), or at the last capital of an acronym (`HTTPError`).
-            if (prev.is_ascii_lowercase() || prev.is_ascii_digit())
-                || (prev.is_ascii_uppercase() && next_lower)
-            {
-                if !out.ends_with(' ') && !out.is_empty() {
-                    out.push(' ');
-                }
+            let starts_word = prev.is_ascii_lowercase()
+                || prev.is_ascii_digit()
+                || (prev.is_ascii_uppercase() && next_lower);
+            if starts_word && !out.ends_with(' ') && !out.is_empty() {
+                out.push(' ');
             }
         }
         out.push(c.to_ascii_lowercase());
