@@ -13,11 +13,12 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use jiff::Timestamp;
 
 const CORPUS: &str = include_str!("../tests/data/labeled_reports.jsonl");
-const TEXT_CORPUS: [&str; 4] = [
+const TEXT_CORPUS: [&str; 5] = [
     include_str!("../tests/data/corpus/sdk_clients.jsonl"),
     include_str!("../tests/data/corpus/envelopes_stores.jsonl"),
     include_str!("../tests/data/corpus/commands.jsonl"),
     include_str!("../tests/data/corpus/more_families.jsonl"),
+    include_str!("../tests/data/corpus/agent_surfaces.jsonl"),
 ];
 const MIX: usize = 10_000;
 

@@ -88,6 +88,7 @@ pub(super) fn read(value: &Value, from: Source, found: &mut Extracted) {
         Value::Object(object) => {
             batch(object, from, found);
             graphql(object, from, found);
+            user_errors(object, from, found);
             jsonrpc(object, from, found);
             ok_false(object, from, found);
             problem(object, from, found);
@@ -362,6 +363,24 @@ fn graphql(object: &Object, from: Source, found: &mut Extracted) {
     }
 }
 
+/// A GraphQL mutation that ran and refused its input (Shopify-style `userErrors`): their
+/// messages are the failure's text.
+fn user_errors(object: &Object, from: Source, found: &mut Extracted) {
+    let Some(Value::Object(data)) = object.get("data") else {
+        return;
+    };
+    let errors = data
+        .values()
+        .filter_map(|v| v.get("userErrors")?.as_array())
+        .flatten()
+        .take(3);
+    for error in errors {
+        if let Some(message) = text_of(error.get("message")) {
+            found.add_text(message, from, INFO_GRAPHQL.name);
+        }
+    }
+}
+
 fn jsonrpc(object: &Object, from: Source, found: &mut Extracted) {
     let by = INFO_JSONRPC.name;
     // MCP: a tool that failed answers a result with isError and says why in its content.
@@ -548,8 +567,10 @@ fn read_error(error: &Object, from: Source, found: &mut Extracted) {
         "errorMessage",
         "error_message",
         "description",
+        "reason",
     ] {
-        if let Some(text) = text_of(error.get(key)) {
+        // Elasticsearch writes its sentence in `reason`; elsewhere `reason` is a code.
+        if let Some(text) = text_of(error.get(key)).filter(|t| key != "reason" || !code_like(t)) {
             found.add_text(text, from, by);
         }
     }
@@ -628,34 +649,29 @@ fn empty(object: &Object, from: Source, found: &mut Extracted) {
     if from != Source::Output || has_any(object, &["error", "errors", "message", "code"]) {
         return;
     }
-    let lists = [
-        "results",
-        "items",
-        "hits",
-        "data",
-        "records",
-        "rows",
-        "documents",
-        "matches",
-    ];
-    let mut any_list = false;
-    for key in lists {
-        match object.get(key) {
-            Some(Value::Array(items)) if !items.is_empty() => return,
-            Some(Value::Array(_)) => any_list = true,
-            // Elasticsearch: {"hits": {"total": {"value": 0}, "hits": []}}.
-            Some(Value::Object(inner)) if key == "hits" => {
-                if non_empty(inner.get("hits")) {
-                    return;
-                }
-                any_list |= inner.get("hits").is_some();
-            }
-            _ => {}
-        }
-    }
-    if any_list {
+    if lists_all_empty(object, 3) == Some(true) {
         found.add_text("no results", from, INFO_EMPTY.name);
     }
+}
+
+/// Whether every list in the object, and in the objects it holds (to `depth` levels), is
+/// empty: `Some(true)` when there is at least one list and all are empty, `Some(false)` when
+/// one holds something, `None` when there is no list at all.
+fn lists_all_empty(object: &Object, depth: u8) -> Option<bool> {
+    let mut seen = None;
+    for value in object.values() {
+        let verdict = match value {
+            Value::Array(items) => Some(items.is_empty()),
+            Value::Object(inner) if depth > 1 => lists_all_empty(inner, depth - 1),
+            _ => None,
+        };
+        match verdict {
+            Some(false) => return Some(false),
+            Some(true) => seen = Some(true),
+            None => {}
+        }
+    }
+    seen
 }
 
 #[cfg(test)]
@@ -786,5 +802,11 @@ mod tests {
             "no results"
         );
         assert!(read_output(json!({"results": [1]})).texts.is_empty());
+        let nested =
+            json!({"data": {"products": {"edges": [], "pageInfo": {"hasNextPage": false}}}});
+        assert_eq!(read_output(nested).texts[0].value, "no results");
+        let mixed = json!({"data": {"a": [], "b": [1]}});
+        assert!(read_output(mixed).texts.is_empty());
+        assert!(read_output(json!({"total": 0})).texts.is_empty());
     }
 }

@@ -64,15 +64,39 @@ fn to_json(text: &str) -> Option<String> {
                     "None" => out.push_str("null"),
                     "True" => out.push_str("true"),
                     "False" => out.push_str("false"),
-                    // Anything else (a class repr) becomes a string, so the rest still parses.
+                    // Anything else (a class repr, `ObjectId('...')`) becomes a string, its
+                    // arguments dropped, so the rest still parses.
                     _ => {
                         out.push('"');
                         out.push_str(&word);
                         out.push('"');
+                        if chars.peek() == Some(&'(') {
+                            skip_call(&mut chars)?;
+                        }
                     }
                 }
             }
             c => out.push(c),
+        }
+    }
+    None
+}
+
+/// Skips a call's parenthesized arguments, quotes and nesting included.
+fn skip_call(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Option<()> {
+    let mut depth = 0usize;
+    let mut sink = String::new();
+    while let Some(c) = chars.next() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(());
+                }
+            }
+            '\'' | '"' => read_string(c, chars, &mut sink)?,
+            _ => {}
         }
     }
     None
@@ -127,6 +151,16 @@ mod tests {
                 .unwrap()
                 .contains("it's over")
         );
+    }
+
+    #[test]
+    fn calls_inside_a_dict_become_their_names() {
+        let value = dict_in(
+            "full error: {'writeErrors': [{'index': 3, 'op': {'_id': ObjectId('65f1c2'), 'n': (1, 2)}}], 'nInserted': 3}",
+        )
+        .unwrap();
+        assert_eq!(value["nInserted"], 3);
+        assert_eq!(value["writeErrors"][0]["op"]["_id"], "ObjectId");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::report::GrpcCode;
 
 pub(super) const INFO_BOTOCORE: ExtractorInfo = ExtractorInfo {
     name: "botocore",
-    reads: "botocore's ClientError text (boto3, the AWS CLI): the code in parentheses",
+    reads: "botocore's ClientError text (boto3, the AWS CLI): the code in parentheses; the AWS SDK for Go v2's `api error CODE:`",
     example: "An error occurred (ThrottlingException) when calling the Query operation: Rate exceeded",
     finds: "error_code \"ThrottlingException\"",
 };
@@ -82,6 +82,7 @@ static BOTOCORE: LazyLock<Regex> = LazyLock::new(|| {
         r"An error occurred \(([A-Za-z0-9_.:#-]+)\)(?: \(reached max retries: \d+\))? when calling the \w+ operation",
     )
 });
+static AWS_GO: LazyLock<Regex> = LazyLock::new(|| regex(r"\bapi error ([A-Za-z][A-Za-z0-9_.]*): "));
 static GOOGLE_EXCEPTION: LazyLock<Regex> =
     LazyLock::new(|| regex(r"(google\.api_core\.exceptions\.[A-Za-z]+)"));
 static STATUS_FIRST: LazyLock<Regex> = LazyLock::new(|| {
@@ -147,6 +148,16 @@ fn first_group<'t>(captures: &regex::Captures<'t>) -> Option<&'t str> {
 }
 
 fn botocore(text: &str, from: Source, found: &mut Extracted) {
+    if text.contains("api error ")
+        && let Some(c) = AWS_GO.captures(text)
+    {
+        Extracted::put(
+            &mut found.error_code,
+            c[1].to_owned(),
+            from,
+            INFO_BOTOCORE.name,
+        );
+    }
     if !text.contains("An error occurred (") {
         return;
     }
@@ -482,6 +493,10 @@ mod tests {
             (code.value.as_str(), code.by),
             ("ThrottlingException", "botocore")
         );
+        let go = read_message(
+            "operation error EC2: RunInstances, https response error StatusCode: 400, RequestID: x, api error VcpuLimitExceeded: You have requested more vCPU capacity",
+        );
+        assert_eq!(go.error_code.unwrap().value, "VcpuLimitExceeded");
         let retried = read_message(
             "An error occurred (SlowDown) (reached max retries: 4) when calling the PutObject operation: Please reduce your request rate.",
         );
