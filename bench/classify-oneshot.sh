@@ -17,7 +17,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 hyperfine -N --warmup 20 --runs "$runs" --export-markdown "$work/table.md" \
-  --command-name "--version" "$bin --version" \
+  --command-name "backstop --version" "$bin --version" \
   --command-name "classify --status 503" "$bin classify --status 503 --json" \
   --command-name "classify a botocore message" \
   "$bin classify --json --message 'An error occurred (ThrottlingException) when calling the Query operation: Rate exceeded'" \

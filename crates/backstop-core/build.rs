@@ -18,7 +18,7 @@ use regex_syntax::hir::literal::{ExtractKind, Extractor};
 const RULES: &str = "../../rules/default.toml";
 
 /// Literals are cut to this many bytes.
-const MAX_LITERAL: usize = 6;
+const MAX_LITERAL: usize = 24;
 
 fn main() {
     println!("cargo::rerun-if-changed={RULES}");
@@ -82,8 +82,8 @@ fn prefixes(pattern: &str) -> Vec<String> {
         if text.is_empty() {
             return Vec::new();
         }
-        // A prefix of a prefix is still a prefix: short literals keep the gate small, at a
-        // small cost in patterns tried for nothing.
+        // A prefix of a prefix is still a prefix: literals are cut short enough to stay
+        // cheap to compare.
         let lower = text[..text.len().min(MAX_LITERAL)].to_ascii_lowercase();
         if !out.contains(&lower) {
             out.push(lower);

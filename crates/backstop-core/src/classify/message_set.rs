@@ -17,6 +17,10 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
 use super::matcher::REGEX_SIZE_LIMIT;
 
+/// The gate's automaton holds only this many first bytes of each literal (it stays small and
+/// quick to build); a hit is then checked against the whole literal.
+const KEY_LEN: usize = 6;
+
 include!(concat!(env!("OUT_DIR"), "/message_literals.rs"));
 
 /// One pattern of one rule.
@@ -68,9 +72,12 @@ impl Pattern {
 #[derive(Debug, Clone)]
 pub(super) struct MessageSet {
     patterns: Vec<Pattern>,
-    /// The gate: its pattern `i` is `literals[i]`; each names the patterns it opens.
-    gate: Option<AhoCorasick>,
-    opens: Vec<Vec<usize>>,
+    /// The gate's keys: the first [`KEY_LEN`] bytes of the literals. `opens[i]` lists, for
+    /// key `i`, each whole literal and the pattern it lets through.
+    literals: Vec<&'static str>,
+    opens: Vec<Vec<(&'static str, usize)>>,
+    /// The gate, built the first time a report has a message (`--status 503` never pays).
+    gate: OnceLock<Option<AhoCorasick>>,
     /// Patterns with no known literals: tried on every message.
     always: Vec<usize>,
 }
@@ -81,11 +88,11 @@ impl MessageSet {
     pub(super) fn build<'a>(
         rules: impl IntoIterator<Item = (usize, &'a str, &'a [String])>,
     ) -> Self {
-        let known: HashMap<&str, &[&[&str]]> = MESSAGE_LITERALS.iter().copied().collect();
+        let known: HashMap<&str, &[&[&'static str]]> = MESSAGE_LITERALS.iter().copied().collect();
         let mut patterns = Vec::new();
         let mut literal_index: HashMap<&str, usize> = HashMap::new();
-        let mut literals: Vec<&str> = Vec::new();
-        let mut opens: Vec<Vec<usize>> = Vec::new();
+        let mut literals: Vec<&'static str> = Vec::new();
+        let mut opens: Vec<Vec<(&'static str, usize)>> = Vec::new();
         let mut always = Vec::new();
         for (rule, id, sources) in rules {
             // A user's rule may reuse no built-in id, but its patterns are its own: the
@@ -100,30 +107,25 @@ impl MessageSet {
                 });
                 match gates.map(|g| g[i]).filter(|g| !g.is_empty()) {
                     Some(gate) => {
-                        for literal in gate {
-                            let slot = *literal_index.entry(literal).or_insert_with(|| {
-                                literals.push(literal);
+                        for &literal in gate {
+                            let key = &literal[..literal.len().min(KEY_LEN)];
+                            let slot = *literal_index.entry(key).or_insert_with(|| {
+                                literals.push(key);
                                 opens.push(Vec::new());
                                 literals.len() - 1
                             });
-                            opens[slot].push(index);
+                            opens[slot].push((literal, index));
                         }
                     }
                     None => always.push(index),
                 }
             }
         }
-        let gate = (!literals.is_empty()).then(|| {
-            AhoCorasickBuilder::new()
-                .kind(Some(AhoCorasickKind::NoncontiguousNFA))
-                .match_kind(MatchKind::Standard)
-                .build(&literals)
-                .expect("literals this few always build")
-        });
         MessageSet {
             patterns,
-            gate,
+            literals,
             opens,
+            gate: OnceLock::new(),
             always,
         }
     }
@@ -145,11 +147,26 @@ impl MessageSet {
     pub(super) fn matching_rules(&self, text: &str, out: &mut Vec<usize>) {
         let mut tried = vec![false; self.patterns.len()];
         let mut candidates: Vec<usize> = self.always.clone();
-        if let Some(gate) = &self.gate {
+        let gate = self.gate.get_or_init(|| {
+            (!self.literals.is_empty()).then(|| {
+                AhoCorasickBuilder::new()
+                    .kind(Some(AhoCorasickKind::NoncontiguousNFA))
+                    .match_kind(MatchKind::Standard)
+                    .build(&self.literals)
+                    .expect("literals this few always build")
+            })
+        });
+        if let Some(gate) = gate {
             // The literals are lower-case ASCII; the text is folded the same way.
             let folded = text.to_ascii_lowercase();
             for found in gate.find_overlapping_iter(&folded) {
-                candidates.extend(&self.opens[found.pattern().as_usize()]);
+                let rest = &folded.as_bytes()[found.start()..];
+                candidates.extend(
+                    self.opens[found.pattern().as_usize()]
+                        .iter()
+                        .filter(|(literal, _)| rest.starts_with(literal.as_bytes()))
+                        .map(|(_, pattern)| *pattern),
+                );
             }
         }
         candidates.sort_unstable();
@@ -203,7 +220,7 @@ mod tests {
         let rules = super::super::rules::RuleSet::builtin();
         let messages = &rules.messages;
         assert!(
-            messages.gate.is_some() && messages.always.len() < messages.patterns.len() / 4,
+            !messages.literals.is_empty() && messages.always.len() < messages.patterns.len() / 4,
             "most built-in patterns have literals: {} always tried of {}",
             messages.always.len(),
             messages.patterns.len()

@@ -31,10 +31,10 @@ pub(super) const INFO_NPM: ExtractorInfo = ExtractorInfo {
 };
 
 static CURL: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?m)^curl: \((\d{1,2})\)").expect("extractor patterns are tested")
+    Regex::new(r"(?m)^curl: \(([0-9]{1,2})\)").expect("extractor patterns are tested")
 });
 static CURL_STATUS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"The requested URL returned error: ([1-5]\d\d)")
+    Regex::new(r"The requested URL returned error: ([1-5][0-9][0-9])")
         .expect("extractor patterns are tested")
 });
 static KUBECTL: LazyLock<Regex> = LazyLock::new(|| {

@@ -24,8 +24,10 @@
 
 mod command;
 mod envelope;
+mod exception_name;
 mod pyrepr;
 mod sdk;
+mod status_text;
 mod words;
 
 use std::borrow::Cow;
@@ -122,12 +124,12 @@ pub const EXTRACTORS: &[ExtractorInfo] = &[
     sdk::INFO_BOTOCORE,
     sdk::INFO_GOOGLE,
     sdk::INFO_PYTHON_HTTP,
-    sdk::INFO_STATUS_TEXT,
+    status_text::INFO,
     sdk::INFO_GRPC,
     sdk::INFO_SQLSTATE,
     sdk::INFO_ERRNO,
     sdk::INFO_GO,
-    sdk::INFO_EXCEPTION,
+    exception_name::INFO,
     command::INFO_CURL,
     command::INFO_KUBECTL,
     command::INFO_NPM,

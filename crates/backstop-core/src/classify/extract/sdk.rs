@@ -31,13 +31,6 @@ pub(super) const INFO_PYTHON_HTTP: ExtractorInfo = ExtractorInfo {
     finds: "http_status 404",
 };
 
-pub(super) const INFO_STATUS_TEXT: ExtractorInfo = ExtractorInfo {
-    name: "http_status_text",
-    reads: "an HTTP status written in text by any client: a status with its reason phrase (`503 Service Unavailable`), `status code 502`, `HTTP/1.1 504`, `HTTP 429`, `returned error: 404` (400-599 only)",
-    example: "Response status code does not indicate success: 429 (Too Many Requests).",
-    finds: "http_status 429",
-};
-
 pub(super) const INFO_GRPC: ExtractorInfo = ExtractorInfo {
     name: "grpc_text",
     reads: "a gRPC status in text: grpc-go (`rpc error: code = Unavailable`), Python (`StatusCode.UNAVAILABLE`), Java (`StatusRuntimeException: UNAVAILABLE`)",
@@ -66,67 +59,47 @@ pub(super) const INFO_GO: ExtractorInfo = ExtractorInfo {
     finds: "errno \"ECONNREFUSED\"",
 };
 
-pub(super) const INFO_EXCEPTION: ExtractorInfo = ExtractorInfo {
-    name: "exception_name",
-    reads: "an exception type at the start of a line (the last one, so a traceback's final line or a Java chain's root cause): Java, Python, .NET, Ruby, JavaScript",
-    example: "java.net.SocketTimeoutException: Read timed out",
-    finds: "exception \"java.net.SocketTimeoutException\"",
-};
-
 fn regex(pattern: &str) -> Regex {
     Regex::new(pattern).expect("extractor patterns are tested")
 }
 
 static BOTOCORE: LazyLock<Regex> = LazyLock::new(|| {
     regex(
-        r"An error occurred \(([A-Za-z0-9_.:#-]+)\)(?: \(reached max retries: \d+\))? when calling the \w+ operation",
+        r"An error occurred \(([A-Za-z0-9_.:#-]+)\)(?: \(reached max retries: [0-9]+\))? when calling the [A-Za-z0-9_]+ operation",
     )
 });
-static AWS_GO: LazyLock<Regex> = LazyLock::new(|| regex(r"\bapi error ([A-Za-z][A-Za-z0-9_.]*): "));
+static AWS_GO: LazyLock<Regex> =
+    LazyLock::new(|| regex(r"(?-u:\b)api error ([A-Za-z][A-Za-z0-9_.]*): "));
 static GOOGLE_EXCEPTION: LazyLock<Regex> =
     LazyLock::new(|| regex(r"(google\.api_core\.exceptions\.[A-Za-z]+)"));
 static STATUS_FIRST: LazyLock<Regex> = LazyLock::new(|| {
-    regex(r"^\s*(?:(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)?: )?([45]\d\d) [A-Za-z]")
+    regex(
+        r"^[ \t\r\n]*(?:(?:[A-Za-z_][[A-Za-z0-9_].]*\.)?[A-Z][A-Za-z0-9_]*(?:Error|Exception)?: )?([45][0-9][0-9]) [A-Za-z]",
+    )
 });
 static PYTHON_HTTP: LazyLock<Regex> = LazyLock::new(|| {
     regex(
-        r"(?:\b([1-5]\d\d) (?:Client|Server) Error: |(?:Client|Server) error '([1-5]\d\d) |(?:^|ClientResponseError: |\()([1-5]\d\d), message=|HTTP Error ([1-5]\d\d):|Error code: ([1-5]\d\d) - )",
-    )
-});
-static STATUS_PHRASE: LazyLock<Regex> = LazyLock::new(|| {
-    regex(
-        r"(?i)\b([1-5]\d\d)\)?[ :-]{0,3}\(?(bad request|unauthorized|payment required|forbidden|not found|method not allowed|not acceptable|proxy authentication required|request time-?out|conflict|gone|length required|precondition failed|payload too large|request entity too large|uri too long|unsupported media type|range not satisfiable|expectation failed|misdirected request|unprocessable (?:entity|content)|locked|failed dependency|too early|upgrade required|precondition required|too many requests|request header fields too large|unavailable for legal reasons|internal server error|not implemented|bad gateway|service unavailable|gateway time-?out|http version not supported|insufficient storage|loop detected|network authentication required|site is overloaded|too many connections)\b",
-    )
-});
-static STATUS_WORDS: LazyLock<Regex> = LazyLock::new(|| {
-    regex(
-        r"(?i)(?:status(?: code)?[ :=]+|HTTP/\d(?:\.\d)? |\bHTTP (?:status |error |code )?|returned (?:HTTP |status |error:? |a )?|status code of |failed with status code |\bcode[ :=]+|response(?: status)?(?: code)?[ :=]+)([45]\d\d)\b",
+        r"(?:(?-u:\b)([1-5][0-9][0-9]) (?:Client|Server) Error: |(?:Client|Server) error '([1-5][0-9][0-9]) |(?:^|ClientResponseError: |\()([1-5][0-9][0-9]), message=|HTTP Error ([1-5][0-9][0-9]):|Error code: ([1-5][0-9][0-9]) - )",
     )
 });
 static GRPC: LazyLock<Regex> = LazyLock::new(|| {
     regex(
-        r"(?:rpc error: code = ([A-Za-z]+)|StatusCode\.([A-Z_]+)|StatusRuntimeException: ([A-Z_]+)|StatusException: ([A-Z_]+)|grpc[_-]status[:= ]+(\d{1,2})\b|Status\(StatusCode=.?([A-Za-z]+))",
+        r"(?:rpc error: code = ([A-Za-z]+)|StatusCode\.([A-Z_]+)|StatusRuntimeException: ([A-Z_]+)|StatusException: ([A-Z_]+)|grpc[_-]status[:= ]+([0-9]{1,2})(?-u:\b)|Status\(StatusCode=.?([A-Za-z]+))",
     )
 });
 static SQLSTATE: LazyLock<Regex> = LazyLock::new(|| {
-    regex(r"(?i:sqlstate)\s*(?:\[|:|=|is)?\s*([0-9A-Z]{5})\b|\bERROR \d{4} \(([0-9A-Z]{5})\)")
+    regex(
+        r"(?i:sqlstate)[ \t\r\n]*(?:\[|:|=|is)?[ \t\r\n]*([0-9A-Z]{5})(?-u:\b)|(?-u:\b)ERROR [0-9]{4} \(([0-9A-Z]{5})\)",
+    )
 });
 static ERRNO_NAME: LazyLock<Regex> = LazyLock::new(|| {
     regex(
-        r"\b(E(?:CONNREFUSED|CONNRESET|CONNABORTED|TIMEDOUT|PIPE|HOSTUNREACH|HOSTDOWN|NETUNREACH|NETDOWN|NETRESET|ADDRINUSE|ADDRNOTAVAIL|ACCES|PERM|NOENT|NOSPC|EXIST|NOTEMPTY|NOTDIR|ISDIR|ROFS|DQUOT|MFILE|NFILE|NOMEM|AGAIN|WOULDBLOCK|BUSY|INTR|IO|INVAL|NAMETOOLONG|PROTO|SHUTDOWN|NOBUFS|NOTCONN|ALREADY|INPROGRESS|XDEV|FBIG|TXTBSY|LOOP|NOEXEC|CANCELED|NOTSUP|OPNOTSUPP|NOSYS|MSGSIZE|DEADLK|STALE|REMOTEIO|NOTFOUND|AI_AGAIN|AI_NONAME|AI_NODATA|AI_FAIL|SOCKETTIMEDOUT))\b",
+        r"(?-u:\b)(E(?:CONNREFUSED|CONNRESET|CONNABORTED|TIMEDOUT|PIPE|HOSTUNREACH|HOSTDOWN|NETUNREACH|NETDOWN|NETRESET|ADDRINUSE|ADDRNOTAVAIL|ACCES|PERM|NOENT|NOSPC|EXIST|NOTEMPTY|NOTDIR|ISDIR|ROFS|DQUOT|MFILE|NFILE|NOMEM|AGAIN|WOULDBLOCK|BUSY|INTR|IO|INVAL|NAMETOOLONG|PROTO|SHUTDOWN|NOBUFS|NOTCONN|ALREADY|INPROGRESS|XDEV|FBIG|TXTBSY|LOOP|NOEXEC|CANCELED|NOTSUP|OPNOTSUPP|NOSYS|MSGSIZE|DEADLK|STALE|REMOTEIO|NOTFOUND|AI_AGAIN|AI_NONAME|AI_NODATA|AI_FAIL|SOCKETTIMEDOUT))(?-u:\b)",
     )
 });
 static ERRNO_NUMBER: LazyLock<Regex> = LazyLock::new(|| {
-    regex(r"\[Errno (-?\d{1,3})\]|\(os error (\d{1,3})\)|\berrno[ :=]+(\d{1,3})\b")
-});
-static GO_SOCKET: LazyLock<Regex> = LazyLock::new(|| {
     regex(
-        r"(?:dial|read|write|connect|accept|lookup|listen)(?: (?:tcp|udp|unix)[46]?)?[^\n]{0,120}?: (connection refused|connection reset by peer|broken pipe|no route to host|network is unreachable|i/o timeout|no such host|connection timed out|too many open files|address already in use|permission denied|cannot assign requested address)",
-    )
-});
-static EXCEPTION_LINE: LazyLock<Regex> = LazyLock::new(|| {
-    regex(
-        r"(?m)^[ \t]*(?:Caused by: |Exception in thread .{1,80}? |Uncaught |Unhandled (?:exception|rejection)[.:]? |raised |E[ \t]+|\[[^\]\n]{1,40}\] )?((?:[A-Za-z_][\w$]*(?:\.|::))*[A-Z][\w$]*(?:Exception|Error|Exceeded|Timeout|TimedOut|Failure|Fault|Refused|Interrupt|Interrupted|Failed|Unavailable|Cancelled|Canceled|Conflict|Denied|NotFound|Throttled|Throttling|Busy|Closed|Reset|Overloaded))(?::[ \t]|:?[ \t]*$|\(|,)",
+        r"\[Errno (-?[0-9]{1,3})\]|\(os error ([0-9]{1,3})\)|(?-u:\b)errno[ :=]+([0-9]{1,3})(?-u:\b)",
     )
 });
 
@@ -135,12 +108,12 @@ pub(super) fn read(text: &str, from: Source, found: &mut Extracted) {
     botocore(text, from, found);
     google(text, from, found);
     python_http(text, from, found);
-    status_text(text, from, found);
+    super::status_text::read(text, from, found);
     grpc(text, from, found);
     sqlstate(text, from, found);
     errno(text, from, found);
     go_net(text, from, found);
-    exception(text, from, found);
+    super::exception_name::read(text, from, found);
 }
 
 fn first_group<'t>(captures: &regex::Captures<'t>) -> Option<&'t str> {
@@ -204,72 +177,6 @@ fn python_http(text: &str, from: Source, found: &mut Extracted) {
     {
         Extracted::put_weak(&mut found.http_status, status, from, INFO_PYTHON_HTTP.name);
     }
-}
-
-fn status_text(text: &str, from: Source, found: &mut Extracted) {
-    if found.http_status.is_some() || !text.bytes().any(|b| b == b'4' || b == b'5') {
-        return;
-    }
-    let by = INFO_STATUS_TEXT.name;
-    if let Some(c) = STATUS_PHRASE.captures(text)
-        && let Ok(status) = c[1].parse::<u16>()
-        && phrase_status(&c[2]) == Some(status)
-    {
-        Extracted::put_weak(&mut found.http_status, status, from, by);
-        return;
-    }
-    if let Some(c) = STATUS_WORDS.captures(text)
-        && let Ok(status) = c[1].parse()
-    {
-        Extracted::put_weak(&mut found.http_status, status, from, by);
-    }
-}
-
-/// The status a reason phrase belongs to (RFC 9110 and common extensions).
-fn phrase_status(phrase: &str) -> Option<u16> {
-    let phrase = phrase.to_ascii_lowercase().replace("time-out", "timeout");
-    let status = match phrase.as_str() {
-        "bad request" => 400,
-        "unauthorized" => 401,
-        "payment required" => 402,
-        "forbidden" => 403,
-        "not found" => 404,
-        "method not allowed" => 405,
-        "not acceptable" => 406,
-        "proxy authentication required" => 407,
-        "request timeout" => 408,
-        "conflict" => 409,
-        "gone" => 410,
-        "length required" => 411,
-        "precondition failed" => 412,
-        "payload too large" | "request entity too large" => 413,
-        "uri too long" => 414,
-        "unsupported media type" => 415,
-        "range not satisfiable" => 416,
-        "expectation failed" => 417,
-        "misdirected request" | "too many connections" => 421,
-        "unprocessable entity" | "unprocessable content" => 422,
-        "locked" => 423,
-        "failed dependency" => 424,
-        "too early" => 425,
-        "upgrade required" => 426,
-        "precondition required" => 428,
-        "too many requests" => 429,
-        "request header fields too large" => 431,
-        "unavailable for legal reasons" => 451,
-        "internal server error" => 500,
-        "not implemented" => 501,
-        "bad gateway" => 502,
-        "service unavailable" => 503,
-        "gateway timeout" => 504,
-        "http version not supported" => 505,
-        "insufficient storage" => 507,
-        "loop detected" => 508,
-        "network authentication required" => 511,
-        "site is overloaded" => 529,
-        _ => return None,
-    };
-    Some(status)
 }
 
 fn grpc(text: &str, from: Source, found: &mut Extracted) {
@@ -404,74 +311,39 @@ fn go_net(text: &str, from: Source, found: &mut Extracted) {
             by,
         );
     }
-    if !text.contains(": ") {
+    // Go writes `op net addr: <strerror>`: the phrase after ": ", with an operation before.
+    let ops = [
+        "dial ", "read ", "write ", "connect", "lookup ", "accept ", "listen ",
+    ];
+    if !ops.iter().any(|op| text.contains(op)) {
         return;
     }
-    if let Some(c) = GO_SOCKET.captures(text) {
-        let errno = match &c[1] {
-            "connection refused" => "ECONNREFUSED",
-            "connection reset by peer" => "ECONNRESET",
-            "broken pipe" => "EPIPE",
-            "no route to host" => "EHOSTUNREACH",
-            "network is unreachable" => "ENETUNREACH",
-            "i/o timeout" | "connection timed out" => "ETIMEDOUT",
-            "too many open files" => "EMFILE",
-            "address already in use" => "EADDRINUSE",
-            "permission denied" => "EACCES",
-            "cannot assign requested address" => "EADDRNOTAVAIL",
-            _ => {
-                Extracted::put(&mut found.error_code, "ENOTFOUND".to_owned(), from, by);
-                return;
+    for (phrase, errno) in GO_SOCKET_ERRORS {
+        if text.contains(phrase) {
+            match errno {
+                Some(errno) => Extracted::put_weak(&mut found.errno, errno.to_owned(), from, by),
+                None => Extracted::put(&mut found.error_code, "ENOTFOUND".to_owned(), from, by),
             }
-        };
-        Extracted::put_weak(&mut found.errno, errno.to_owned(), from, by);
-    }
-}
-
-/// The endings an exception type name has; a text with none of them holds none.
-static EXCEPTION_ENDINGS: LazyLock<aho_corasick::AhoCorasick> = LazyLock::new(|| {
-    aho_corasick::AhoCorasick::new([
-        "Exception",
-        "Error",
-        "Exceeded",
-        "Timeout",
-        "TimedOut",
-        "Failure",
-        "Fault",
-        "Refused",
-        "Interrupt",
-        "Failed",
-        "Unavailable",
-        "Cancel",
-        "Conflict",
-        "Denied",
-        "NotFound",
-        "Throttl",
-        "Busy",
-        "Closed",
-        "Reset",
-        "Overloaded",
-    ])
-    .expect("a few literals always build")
-});
-
-fn exception(text: &str, from: Source, found: &mut Extracted) {
-    if found.exception.is_some() || !EXCEPTION_ENDINGS.is_match(text) {
-        return;
-    }
-    if let Some(c) = EXCEPTION_LINE.captures_iter(text).last() {
-        let name = &c[1];
-        // `Error:` alone (a CLI's prefix) names no type.
-        if name != "Error" {
-            Extracted::put(
-                &mut found.exception,
-                name.to_owned(),
-                from,
-                INFO_EXCEPTION.name,
-            );
+            return;
         }
     }
 }
+
+/// Go's socket error phrases and the errno each is (`None`: a name that does not resolve).
+const GO_SOCKET_ERRORS: [(&str, Option<&str>); 12] = [
+    (": connection refused", Some("ECONNREFUSED")),
+    (": connection reset by peer", Some("ECONNRESET")),
+    (": broken pipe", Some("EPIPE")),
+    (": no route to host", Some("EHOSTUNREACH")),
+    (": network is unreachable", Some("ENETUNREACH")),
+    (": i/o timeout", Some("ETIMEDOUT")),
+    (": connection timed out", Some("ETIMEDOUT")),
+    (": too many open files", Some("EMFILE")),
+    (": address already in use", Some("EADDRINUSE")),
+    (": permission denied", Some("EACCES")),
+    (": cannot assign requested address", Some("EADDRNOTAVAIL")),
+    (": no such host", None),
+];
 
 #[cfg(test)]
 mod tests {

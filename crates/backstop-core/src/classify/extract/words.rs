@@ -4,10 +4,6 @@
 //! `ProvisionedThroughputExceededException`, `rate_limit_exceeded`, `channel_not_found`.
 //! Split into words, a code no rule names is still judged by what it says.
 
-use std::sync::LazyLock;
-
-use regex::Regex;
-
 use super::{Extracted, ExtractorInfo, Source};
 use crate::report::Report;
 
@@ -21,13 +17,6 @@ pub(super) const INFO: ExtractorInfo = ExtractorInfo {
 /// The most code tokens read out of one text.
 const MAX_TOKENS: usize = 12;
 
-static CODE_TOKEN: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"\b(?:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[A-Z]?[a-z0-9]+(?:[A-Z][a-z0-9]+)+|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b",
-    )
-    .expect("the code token pattern is tested")
-});
-
 /// Adds the words of the codes written in a text (`PRECONDITION_FAILED`,
 /// `NotLeaderOrFollowerException`, `card_declined`), so the message rules read them.
 pub(super) fn add_text_tokens(text: &str, from: Source, found: &mut Extracted) {
@@ -35,15 +24,31 @@ pub(super) fn add_text_tokens(text: &str, from: Source, found: &mut Extracted) {
         return;
     }
     let mut words = String::new();
-    for token in CODE_TOKEN.find_iter(text).take(MAX_TOKENS) {
+    for token in code_tokens(text).take(MAX_TOKENS) {
         if !words.is_empty() {
             words.push_str(" | ");
         }
-        words.push_str(&code_words(token.as_str()));
+        words.push_str(&code_words(token));
     }
     if !words.is_empty() {
         found.add_text(words, from, INFO.name);
     }
+}
+
+/// The words of a text that are written as codes: `CONSTANT_CASE` or `snake_case` with an
+/// underscore between letters, or `CamelCase` with a hump or more.
+fn code_tokens(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .map(|word| word.trim_matches('_'))
+        .filter(|word| {
+            let snake = word.contains('_') && word.split('_').all(|part| !part.is_empty());
+            let humps = word
+                .as_bytes()
+                .windows(2)
+                .filter(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase())
+                .count();
+            word.bytes().any(|b| b.is_ascii_alphabetic()) && (snake || humps >= 1)
+        })
 }
 
 /// Whether a lower-case letter is followed by an upper-case one somewhere (`tooMany`).
