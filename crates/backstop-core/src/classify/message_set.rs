@@ -13,7 +13,12 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+use regex_automata::util::syntax;
+use regex_automata::{Anchored, Input, meta};
 
 use super::matcher::REGEX_SIZE_LIMIT;
 
@@ -21,7 +26,72 @@ use super::matcher::REGEX_SIZE_LIMIT;
 /// quick to build); a hit is then checked against the whole literal.
 const KEY_LEN: usize = 6;
 
+/// A process that has classified this many messages will classify more: the whole set is
+/// then compiled into one automaton (tens of milliseconds, once), which reads a message in one
+/// pass. A one-shot `classify` never gets there and compiles only what its message needs.
+const WARM: u32 = 256;
+
+/// Caps on the whole set's automata and their lazy DFA caches.
+const SET_SIZE_LIMIT: usize = 64 << 20;
+
 include!(concat!(env!("OUT_DIR"), "/message_literals.rs"));
+
+/// Every rule's patterns compiled together, one alternation per rule: ASCII rules in a byte
+/// set, the others in a Unicode set; `*_rules[i]` is the rule the set's `i`th regex is.
+#[derive(Debug, Clone)]
+struct FullSet {
+    ascii: regex::bytes::RegexSet,
+    ascii_rules: Vec<usize>,
+    unicode: regex::RegexSet,
+    unicode_rules: Vec<usize>,
+}
+
+impl FullSet {
+    fn build(patterns: &[Pattern]) -> Result<FullSet, regex::Error> {
+        // Patterns of one rule are consecutive.
+        let mut joined: Vec<(usize, String)> = Vec::new();
+        for pattern in patterns {
+            match joined.last_mut() {
+                Some((rule, alternation)) if *rule == pattern.rule => {
+                    alternation.push_str("|(?:");
+                    alternation.push_str(&pattern.source);
+                    alternation.push(')');
+                }
+                _ => joined.push((pattern.rule, format!("(?:{})", pattern.source))),
+            }
+        }
+        let (ascii, unicode): (Vec<&(usize, String)>, Vec<&(usize, String)>) =
+            joined.iter().partition(|(_, p)| p.is_ascii());
+        Ok(FullSet {
+            ascii: regex::bytes::RegexSetBuilder::new(ascii.iter().map(|(_, p)| p))
+                .unicode(false)
+                .case_insensitive(true)
+                .size_limit(SET_SIZE_LIMIT)
+                .dfa_size_limit(SET_SIZE_LIMIT)
+                .build()?,
+            ascii_rules: ascii.iter().map(|(r, _)| *r).collect(),
+            unicode: regex::RegexSetBuilder::new(unicode.iter().map(|(_, p)| p))
+                .case_insensitive(true)
+                .size_limit(SET_SIZE_LIMIT)
+                .dfa_size_limit(SET_SIZE_LIMIT)
+                .build()?,
+            unicode_rules: unicode.iter().map(|(r, _)| *r).collect(),
+        })
+    }
+
+    /// The rules with a pattern that matches, in order.
+    fn matching(&self, text: &str) -> Vec<usize> {
+        let mut found: Vec<usize> = self
+            .ascii
+            .matches(text.as_bytes())
+            .iter()
+            .map(|i| self.ascii_rules[i])
+            .chain(self.unicode.matches(text).iter().map(|i| self.unicode_rules[i]))
+            .collect();
+        found.sort_unstable();
+        found
+    }
+}
 
 /// One pattern of one rule.
 #[derive(Debug, Clone)]
@@ -35,35 +105,58 @@ struct Pattern {
 /// A compiled pattern: bytes (ASCII rules) or Unicode.
 #[derive(Debug, Clone)]
 enum Matcher {
-    Ascii(regex::bytes::Regex),
+    Ascii(meta::Regex),
     Unicode(regex::Regex),
 }
 
 impl Pattern {
-    fn compile(source: &str) -> Result<Matcher, regex::Error> {
+    fn compile(source: &str) -> Result<Matcher, String> {
         if source.is_ascii() {
-            regex::bytes::RegexBuilder::new(source)
-                .unicode(false)
-                .case_insensitive(true)
-                .size_limit(REGEX_SIZE_LIMIT)
-                .build()
+            meta::Builder::new()
+                .syntax(
+                    syntax::Config::new()
+                        .case_insensitive(true)
+                        .unicode(false)
+                        .utf8(false),
+                )
+                .configure(meta::Config::new().nfa_size_limit(Some(REGEX_SIZE_LIMIT)))
+                .build(source)
                 .map(Matcher::Ascii)
+                .map_err(|e| e.to_string())
         } else {
             regex::RegexBuilder::new(source)
                 .case_insensitive(true)
                 .size_limit(REGEX_SIZE_LIMIT)
                 .build()
                 .map(Matcher::Unicode)
+                .map_err(|e| e.to_string())
         }
     }
 
-    fn is_match(&self, text: &str) -> bool {
-        let matcher = self.compiled.get_or_init(|| {
+    fn matcher(&self) -> &Matcher {
+        self.compiled.get_or_init(|| {
             Pattern::compile(&self.source).expect("message patterns are checked when parsed")
-        });
-        match matcher {
+        })
+    }
+
+    /// Whether the pattern matches anywhere in `text`.
+    fn is_match(&self, text: &str) -> bool {
+        match self.matcher() {
             Matcher::Ascii(regex) => regex.is_match(text.as_bytes()),
             Matcher::Unicode(regex) => regex.is_match(text),
+        }
+    }
+
+    /// Whether a match starts at byte `at` (look-arounds still see the text before it).
+    fn is_match_at(&self, text: &str, at: usize) -> bool {
+        match self.matcher() {
+            Matcher::Ascii(regex) => regex.is_match(
+                Input::new(text.as_bytes())
+                    .range(at..)
+                    .anchored(Anchored::Yes)
+                    .earliest(true),
+            ),
+            Matcher::Unicode(regex) => regex.is_match_at(text, at),
         }
     }
 }
@@ -78,6 +171,11 @@ pub(super) struct MessageSet {
     opens: Vec<Vec<(&'static str, usize)>>,
     /// The gate, built the first time a report has a message (`--status 503` never pays).
     gate: OnceLock<Option<AhoCorasick>>,
+    /// How many messages this set has read; past [`WARM`], the whole set is compiled.
+    uses: Arc<AtomicU32>,
+    /// Every pattern in one automaton: one pass per message, for processes that classify
+    /// many (the service, `--jsonl`); built once they have read [`WARM`] messages.
+    full: OnceLock<FullSet>,
     /// Patterns with no known literals: tried on every message.
     always: Vec<usize>,
 }
@@ -126,6 +224,8 @@ impl MessageSet {
             literals,
             opens,
             gate: OnceLock::new(),
+            uses: Arc::new(AtomicU32::new(0)),
+            full: OnceLock::new(),
             always,
         }
     }
@@ -134,7 +234,7 @@ impl MessageSet {
     ///
     /// # Errors
     /// The first pattern that does not compile.
-    pub(super) fn compile_all(&self) -> Result<(), regex::Error> {
+    pub(super) fn compile_all(&self) -> Result<(), String> {
         for pattern in &self.patterns {
             if pattern.compiled.get().is_none() {
                 let _ = pattern.compiled.set(Pattern::compile(&pattern.source)?);
@@ -144,39 +244,67 @@ impl MessageSet {
     }
 
     /// Appends the index of every rule with a pattern that matches `text` (each rule once).
+    ///
+    /// A gated pattern's every match starts with one of its literals, so it is tried only
+    /// where the gate found one, anchored there; the others are searched in the whole text.
     pub(super) fn matching_rules(&self, text: &str, out: &mut Vec<usize>) {
-        let mut tried = vec![false; self.patterns.len()];
-        let mut candidates: Vec<usize> = self.always.clone();
+        let full = self.full.get().or_else(|| {
+            (self.uses.fetch_add(1, Ordering::Relaxed) >= WARM).then(|| {
+                self.full.get_or_init(|| {
+                    FullSet::build(&self.patterns).expect("message patterns compile together")
+                })
+            })
+        });
+        if let Some(full) = full {
+            out.extend(full.matching(text));
+            return;
+        }
+        self.gated_matching_rules(text, out);
+    }
+
+    /// [`MessageSet::matching_rules`] through the gate: only the patterns whose literals occur
+    /// are compiled and tried.
+    fn gated_matching_rules(&self, text: &str, out: &mut Vec<usize>) {
+        // (pattern, where a match may start: `None` for anywhere)
+        let mut candidates: Vec<(usize, Option<usize>)> =
+            self.always.iter().map(|&p| (p, None)).collect();
         let gate = self.gate.get_or_init(|| {
             (!self.literals.is_empty()).then(|| {
                 AhoCorasickBuilder::new()
-                    .kind(Some(AhoCorasickKind::NoncontiguousNFA))
+                    .kind(Some(AhoCorasickKind::ContiguousNFA))
                     .match_kind(MatchKind::Standard)
                     .build(&self.literals)
                     .expect("literals this few always build")
             })
         });
         if let Some(gate) = gate {
-            // The literals are lower-case ASCII; the text is folded the same way.
+            // The literals are lower-case ASCII; the text is folded the same way (byte for
+            // byte, so positions carry over).
             let folded = text.to_ascii_lowercase();
             for found in gate.find_overlapping_iter(&folded) {
-                let rest = &folded.as_bytes()[found.start()..];
+                let at = found.start();
+                let rest = &folded.as_bytes()[at..];
                 candidates.extend(
                     self.opens[found.pattern().as_usize()]
                         .iter()
                         .filter(|(literal, _)| rest.starts_with(literal.as_bytes()))
-                        .map(|(_, pattern)| *pattern),
+                        .map(|(_, pattern)| (*pattern, Some(at))),
                 );
             }
         }
         candidates.sort_unstable();
+        candidates.dedup();
         let start = out.len();
-        for index in candidates {
-            if std::mem::replace(&mut tried[index], true) {
+        for (index, at) in candidates {
+            let pattern = &self.patterns[index];
+            if out[start..].last() == Some(&pattern.rule) {
                 continue;
             }
-            let pattern = &self.patterns[index];
-            if out[start..].last() != Some(&pattern.rule) && pattern.is_match(text) {
+            let matched = match at {
+                Some(at) => pattern.is_match_at(text, at),
+                None => pattern.is_match(text),
+            };
+            if matched {
                 out.push(pattern.rule);
             }
         }
@@ -238,6 +366,44 @@ mod tests {
             "{compiled} of {} patterns compiled for one message",
             messages.patterns.len()
         );
+    }
+
+    /// The gate is only a shortcut: over every message of the corpus, the rules it finds are
+    /// exactly those a search of every pattern in the whole text finds, and those the whole
+    /// set (which a warm process uses) finds.
+    #[test]
+    fn the_gate_finds_what_a_full_search_finds() {
+        let rules = super::super::rules::RuleSet::builtin();
+        let messages = &rules.messages;
+        let corpus = [
+            include_str!("../../tests/data/labeled_reports.jsonl"),
+            include_str!("../../tests/data/corpus/sdk_clients.jsonl"),
+            include_str!("../../tests/data/corpus/envelopes_stores.jsonl"),
+            include_str!("../../tests/data/corpus/commands.jsonl"),
+            include_str!("../../tests/data/corpus/more_families.jsonl"),
+            include_str!("../../tests/data/corpus/agent_surfaces.jsonl"),
+        ];
+        let whole = FullSet::build(&messages.patterns).unwrap();
+        let mut checked = 0;
+        for line in corpus.iter().flat_map(|c| c.lines()).filter(|l| !l.is_empty()) {
+            let entry: serde_json::Value = serde_json::from_str(line).unwrap();
+            let Some(text) = entry["report"]["message"].as_str() else {
+                continue;
+            };
+            let mut gated = Vec::new();
+            messages.gated_matching_rules(text, &mut gated);
+            assert_eq!(gated, whole.matching(text), "{text}");
+            let mut full: Vec<usize> = messages
+                .patterns
+                .iter()
+                .filter(|p| p.is_match(text))
+                .map(|p| p.rule)
+                .collect();
+            full.dedup();
+            assert_eq!(gated, full, "{text}");
+            checked += 1;
+        }
+        assert!(checked > 800, "{checked} messages checked");
     }
 
     #[test]

@@ -214,7 +214,7 @@ impl RuleSet {
     /// A `message` pattern set too large to compile.
     pub fn compile(rules: Vec<Rule>) -> Result<RuleSet, Vec<Issue>> {
         let set = RuleSet::assemble(rules);
-        set.messages.compile_all().map_err(|e| {
+        set.messages.compile_all().map_err(|e: String| {
             vec![Issue::new(
                 "",
                 "bad_regex",

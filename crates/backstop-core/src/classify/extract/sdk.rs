@@ -163,7 +163,8 @@ fn google(text: &str, from: Source, found: &mut Extracted) {
 
 fn python_http(text: &str, from: Source, found: &mut Extracted) {
     let maybe = [
-        "Error: ",
+        "Client Error: ",
+        "Server Error: ",
         "error '",
         "message=",
         "HTTP Error",
@@ -180,7 +181,14 @@ fn python_http(text: &str, from: Source, found: &mut Extracted) {
 }
 
 fn grpc(text: &str, from: Source, found: &mut Extracted) {
-    let maybe = ["rpc error", "StatusCode", "Status", "grpc"];
+    let maybe = [
+        "rpc error",
+        "StatusCode",
+        "StatusRuntimeException",
+        "StatusException",
+        "Status(",
+        "grpc",
+    ];
     if !maybe.iter().any(|m| text.contains(m)) {
         return;
     }
@@ -216,7 +224,7 @@ fn sqlstate(text: &str, from: Source, found: &mut Extracted) {
 
 fn errno(text: &str, from: Source, found: &mut Extracted) {
     let by = INFO_ERRNO.name;
-    if text.contains('E')
+    if has_errno_shape(text)
         && let Some(c) = ERRNO_NAME.captures(text)
     {
         let name = &c[1];
@@ -243,6 +251,14 @@ fn errno(text: &str, from: Source, found: &mut Extracted) {
             None => {}
         }
     }
+}
+
+/// Whether the text has an `E` followed by three capitals (`ECONNRESET`, `EAI_AGAIN`):
+/// without one, it names no errno.
+fn has_errno_shape(text: &str) -> bool {
+    text.as_bytes().windows(4).any(|w| {
+        w[0] == b'E' && w[1..].iter().all(|b| b.is_ascii_uppercase() || *b == b'_')
+    })
 }
 
 /// Linux errno numbers (and glibc's negative `getaddrinfo` codes, as Python prints them).

@@ -41,7 +41,13 @@ fn code_tokens(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
         .map(|word| word.trim_matches('_'))
         .filter(|word| {
-            let snake = word.contains('_') && word.split('_').all(|part| !part.is_empty());
+            // An id (`req_00af`) is not a code: two parts at least must be words.
+            let snake = word.contains('_')
+                && word
+                    .split('_')
+                    .filter(|part| part.len() > 1 && part.bytes().all(|b| b.is_ascii_alphabetic()))
+                    .count()
+                    >= 2;
             let humps = word
                 .as_bytes()
                 .windows(2)
