@@ -26,72 +26,15 @@ use super::matcher::REGEX_SIZE_LIMIT;
 /// quick to build); a hit is then checked against the whole literal.
 const KEY_LEN: usize = 6;
 
-/// A process that has classified this many messages will classify more: the whole set is
-/// then compiled into one automaton (tens of milliseconds, once), which reads a message in one
-/// pass. A one-shot `classify` never gets there and compiles only what its message needs.
+/// A process that has read this many messages will read more: the gate is then rebuilt as a
+/// DFA, larger and slower to build but faster to run. A one-shot `classify` never gets there.
 const WARM: u32 = 256;
 
-/// Caps on the whole set's automata and their lazy DFA caches.
-const SET_SIZE_LIMIT: usize = 64 << 20;
+/// One pattern's literals (one of which every match starts with) and whether it matches
+/// exactly those.
+type PatternLiterals = (&'static [&'static str], bool);
 
 include!(concat!(env!("OUT_DIR"), "/message_literals.rs"));
-
-/// Every rule's patterns compiled together, one alternation per rule: ASCII rules in a byte
-/// set, the others in a Unicode set; `*_rules[i]` is the rule the set's `i`th regex is.
-#[derive(Debug, Clone)]
-struct FullSet {
-    ascii: regex::bytes::RegexSet,
-    ascii_rules: Vec<usize>,
-    unicode: regex::RegexSet,
-    unicode_rules: Vec<usize>,
-}
-
-impl FullSet {
-    fn build(patterns: &[Pattern]) -> Result<FullSet, regex::Error> {
-        // Patterns of one rule are consecutive.
-        let mut joined: Vec<(usize, String)> = Vec::new();
-        for pattern in patterns {
-            match joined.last_mut() {
-                Some((rule, alternation)) if *rule == pattern.rule => {
-                    alternation.push_str("|(?:");
-                    alternation.push_str(&pattern.source);
-                    alternation.push(')');
-                }
-                _ => joined.push((pattern.rule, format!("(?:{})", pattern.source))),
-            }
-        }
-        let (ascii, unicode): (Vec<&(usize, String)>, Vec<&(usize, String)>) =
-            joined.iter().partition(|(_, p)| p.is_ascii());
-        Ok(FullSet {
-            ascii: regex::bytes::RegexSetBuilder::new(ascii.iter().map(|(_, p)| p))
-                .unicode(false)
-                .case_insensitive(true)
-                .size_limit(SET_SIZE_LIMIT)
-                .dfa_size_limit(SET_SIZE_LIMIT)
-                .build()?,
-            ascii_rules: ascii.iter().map(|(r, _)| *r).collect(),
-            unicode: regex::RegexSetBuilder::new(unicode.iter().map(|(_, p)| p))
-                .case_insensitive(true)
-                .size_limit(SET_SIZE_LIMIT)
-                .dfa_size_limit(SET_SIZE_LIMIT)
-                .build()?,
-            unicode_rules: unicode.iter().map(|(r, _)| *r).collect(),
-        })
-    }
-
-    /// The rules with a pattern that matches, in order.
-    fn matching(&self, text: &str) -> Vec<usize> {
-        let mut found: Vec<usize> = self
-            .ascii
-            .matches(text.as_bytes())
-            .iter()
-            .map(|i| self.ascii_rules[i])
-            .chain(self.unicode.matches(text).iter().map(|i| self.unicode_rules[i]))
-            .collect();
-        found.sort_unstable();
-        found
-    }
-}
 
 /// One pattern of one rule.
 #[derive(Debug, Clone)]
@@ -168,14 +111,13 @@ pub(super) struct MessageSet {
     /// The gate's keys: the first [`KEY_LEN`] bytes of the literals. `opens[i]` lists, for
     /// key `i`, each whole literal and the pattern it lets through.
     literals: Vec<&'static str>,
-    opens: Vec<Vec<(&'static str, usize)>>,
+    opens: Vec<Vec<(&'static str, usize, bool)>>,
     /// The gate, built the first time a report has a message (`--status 503` never pays).
-    gate: OnceLock<Option<AhoCorasick>>,
-    /// How many messages this set has read; past [`WARM`], the whole set is compiled.
+    gate: OnceLock<AhoCorasick>,
+    /// How many messages this set has read.
     uses: Arc<AtomicU32>,
-    /// Every pattern in one automaton: one pass per message, for processes that classify
-    /// many (the service, `--jsonl`); built once they have read [`WARM`] messages.
-    full: OnceLock<FullSet>,
+    /// The gate as a DFA, for processes past [`WARM`] messages (the service, `--jsonl`).
+    fast_gate: OnceLock<AhoCorasick>,
     /// Patterns with no known literals: tried on every message.
     always: Vec<usize>,
 }
@@ -186,11 +128,11 @@ impl MessageSet {
     pub(super) fn build<'a>(
         rules: impl IntoIterator<Item = (usize, &'a str, &'a [String])>,
     ) -> Self {
-        let known: HashMap<&str, &[&[&'static str]]> = MESSAGE_LITERALS.iter().copied().collect();
+        let known: HashMap<&str, &[PatternLiterals]> = MESSAGE_LITERALS.iter().copied().collect();
         let mut patterns = Vec::new();
         let mut literal_index: HashMap<&str, usize> = HashMap::new();
         let mut literals: Vec<&'static str> = Vec::new();
-        let mut opens: Vec<Vec<(&'static str, usize)>> = Vec::new();
+        let mut opens: Vec<Vec<(&'static str, usize, bool)>> = Vec::new();
         let mut always = Vec::new();
         for (rule, id, sources) in rules {
             // A user's rule may reuse no built-in id, but its patterns are its own: the
@@ -203,8 +145,8 @@ impl MessageSet {
                     source: source.clone(),
                     compiled: OnceLock::new(),
                 });
-                match gates.map(|g| g[i]).filter(|g| !g.is_empty()) {
-                    Some(gate) => {
+                match gates.map(|g| g[i]).filter(|(g, _)| !g.is_empty()) {
+                    Some((gate, exact)) => {
                         for &literal in gate {
                             let key = &literal[..literal.len().min(KEY_LEN)];
                             let slot = *literal_index.entry(key).or_insert_with(|| {
@@ -212,7 +154,7 @@ impl MessageSet {
                                 opens.push(Vec::new());
                                 literals.len() - 1
                             });
-                            opens[slot].push((literal, index));
+                            opens[slot].push((literal, index, exact));
                         }
                     }
                     None => always.push(index),
@@ -225,7 +167,7 @@ impl MessageSet {
             opens,
             gate: OnceLock::new(),
             uses: Arc::new(AtomicU32::new(0)),
-            full: OnceLock::new(),
+            fast_gate: OnceLock::new(),
             always,
         }
     }
@@ -248,35 +190,28 @@ impl MessageSet {
     /// A gated pattern's every match starts with one of its literals, so it is tried only
     /// where the gate found one, anchored there; the others are searched in the whole text.
     pub(super) fn matching_rules(&self, text: &str, out: &mut Vec<usize>) {
-        let full = self.full.get().or_else(|| {
-            (self.uses.fetch_add(1, Ordering::Relaxed) >= WARM).then(|| {
-                self.full.get_or_init(|| {
-                    FullSet::build(&self.patterns).expect("message patterns compile together")
-                })
-            })
-        });
-        if let Some(full) = full {
-            out.extend(full.matching(text));
-            return;
-        }
-        self.gated_matching_rules(text, out);
-    }
-
-    /// [`MessageSet::matching_rules`] through the gate: only the patterns whose literals occur
-    /// are compiled and tried.
-    fn gated_matching_rules(&self, text: &str, out: &mut Vec<usize>) {
         // (pattern, where a match may start: `None` for anywhere)
         let mut candidates: Vec<(usize, Option<usize>)> =
             self.always.iter().map(|&p| (p, None)).collect();
-        let gate = self.gate.get_or_init(|| {
-            (!self.literals.is_empty()).then(|| {
-                AhoCorasickBuilder::new()
-                    .kind(Some(AhoCorasickKind::ContiguousNFA))
-                    .match_kind(MatchKind::Standard)
-                    .build(&self.literals)
-                    .expect("literals this few always build")
-            })
-        });
+        let mut matched_exact: Vec<usize> = Vec::new();
+        let build = |kind| {
+            AhoCorasickBuilder::new()
+                .kind(Some(kind))
+                .match_kind(MatchKind::Standard)
+                .build(&self.literals)
+                .expect("literals this few always build")
+        };
+        let gate = match self.fast_gate.get() {
+            Some(fast) => Some(fast),
+            None if self.literals.is_empty() => None,
+            None if self.uses.fetch_add(1, Ordering::Relaxed) >= WARM => {
+                Some(self.fast_gate.get_or_init(|| build(AhoCorasickKind::DFA)))
+            }
+            None => Some(
+                self.gate
+                    .get_or_init(|| build(AhoCorasickKind::ContiguousNFA)),
+            ),
+        };
         if let Some(gate) = gate {
             // The literals are lower-case ASCII; the text is folded the same way (byte for
             // byte, so positions carry over).
@@ -284,12 +219,15 @@ impl MessageSet {
             for found in gate.find_overlapping_iter(&folded) {
                 let at = found.start();
                 let rest = &folded.as_bytes()[at..];
-                candidates.extend(
-                    self.opens[found.pattern().as_usize()]
-                        .iter()
-                        .filter(|(literal, _)| rest.starts_with(literal.as_bytes()))
-                        .map(|(_, pattern)| (*pattern, Some(at))),
-                );
+                for &(literal, pattern, exact) in &self.opens[found.pattern().as_usize()] {
+                    if rest.starts_with(literal.as_bytes()) {
+                        // A pattern that is exactly its literals has matched already.
+                        candidates.push((pattern, if exact { None } else { Some(at) }));
+                        if exact {
+                            matched_exact.push(pattern);
+                        }
+                    }
+                }
             }
         }
         candidates.sort_unstable();
@@ -302,6 +240,7 @@ impl MessageSet {
             }
             let matched = match at {
                 Some(at) => pattern.is_match_at(text, at),
+                None if matched_exact.contains(&index) => true,
                 None => pattern.is_match(text),
             };
             if matched {
@@ -369,8 +308,8 @@ mod tests {
     }
 
     /// The gate is only a shortcut: over every message of the corpus, the rules it finds are
-    /// exactly those a search of every pattern in the whole text finds, and those the whole
-    /// set (which a warm process uses) finds.
+    /// exactly those a search of every pattern in the whole text finds (past [`WARM`]
+    /// messages, through the DFA gate too).
     #[test]
     fn the_gate_finds_what_a_full_search_finds() {
         let rules = super::super::rules::RuleSet::builtin();
@@ -383,16 +322,19 @@ mod tests {
             include_str!("../../tests/data/corpus/more_families.jsonl"),
             include_str!("../../tests/data/corpus/agent_surfaces.jsonl"),
         ];
-        let whole = FullSet::build(&messages.patterns).unwrap();
         let mut checked = 0;
-        for line in corpus.iter().flat_map(|c| c.lines()).filter(|l| !l.is_empty()) {
+        for line in corpus
+            .iter()
+            .flat_map(|c| c.lines())
+            .filter(|l| !l.is_empty())
+        {
             let entry: serde_json::Value = serde_json::from_str(line).unwrap();
             let Some(text) = entry["report"]["message"].as_str() else {
                 continue;
             };
             let mut gated = Vec::new();
-            messages.gated_matching_rules(text, &mut gated);
-            assert_eq!(gated, whole.matching(text), "{text}");
+            messages.matching_rules(text, &mut gated);
+
             let mut full: Vec<usize> = messages
                 .patterns
                 .iter()

@@ -256,9 +256,9 @@ fn errno(text: &str, from: Source, found: &mut Extracted) {
 /// Whether the text has an `E` followed by three capitals (`ECONNRESET`, `EAI_AGAIN`):
 /// without one, it names no errno.
 fn has_errno_shape(text: &str) -> bool {
-    text.as_bytes().windows(4).any(|w| {
-        w[0] == b'E' && w[1..].iter().all(|b| b.is_ascii_uppercase() || *b == b'_')
-    })
+    text.as_bytes()
+        .windows(4)
+        .any(|w| w[0] == b'E' && w[1..].iter().all(|b| b.is_ascii_uppercase() || *b == b'_'))
 }
 
 /// Linux errno numbers (and glibc's negative `getaddrinfo` codes, as Python prints them).
