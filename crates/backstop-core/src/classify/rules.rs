@@ -103,28 +103,13 @@ impl Conditions {
         }
         set
     }
-
-    /// The single regex a `message` condition compiles to.
-    pub fn message_pattern(&self) -> Option<String> {
-        self.message.as_ref().map(|patterns| {
-            if patterns.len() == 1 {
-                patterns[0].clone()
-            } else {
-                patterns
-                    .iter()
-                    .map(|p| format!("(?:{p})"))
-                    .collect::<Vec<_>>()
-                    .join("|")
-            }
-        })
-    }
 }
 
 /// An ordered, compiled set of rules, ready to classify with.
 #[derive(Debug, Clone)]
 pub struct RuleSet {
     pub(super) rules: Vec<CompiledRule>,
-    /// Every `message` pattern in one set, so a message is read once for all rules.
+    /// Every `message` pattern, gated by its literals and compiled on first use.
     pub(super) messages: MessageSet,
     /// The other rules, filed so that a report visits only those it may match.
     pub(super) index: RuleIndex,
