@@ -16,10 +16,12 @@ use std::sync::OnceLock;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+use aho_corasick::{MatchKind, nfa::contiguous};
 use regex_automata::util::syntax;
 use regex_automata::{Anchored, Input, meta};
+use regex_syntax::hir::{Capture, Dot, Hir, HirKind, Repetition};
 
+use super::literal_scan::overlapping;
 use super::matcher::REGEX_SIZE_LIMIT;
 
 /// The gate's automaton holds only this many first bytes of each literal (it stays small and
@@ -27,12 +29,20 @@ use super::matcher::REGEX_SIZE_LIMIT;
 const KEY_LEN: usize = 6;
 
 /// A process that has read this many messages will read more: the gate is then rebuilt as a
-/// DFA, larger and slower to build but faster to run. A one-shot `classify` never gets there.
+/// gate over whole literals, slower to build but quicker to run. A one-shot `classify` never
+/// gets there.
 const WARM: u32 = 256;
 
-/// One pattern's literals (one of which every match starts with) and whether it matches
-/// exactly those.
-type PatternLiterals = (&'static [&'static str], bool);
+/// What the build step found of one built-in pattern: literals one of which every match
+/// starts with (lower-case; empty when not known), whether the pattern matches exactly those
+/// and nothing else, and the word boundaries (`\b`) such an exact pattern needs around them.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PatternLiterals {
+    starts: &'static [&'static str],
+    exact: bool,
+    word_before: bool,
+    word_after: bool,
+}
 
 include!(concat!(env!("OUT_DIR"), "/message_literals.rs"));
 
@@ -55,15 +65,14 @@ enum Matcher {
 impl Pattern {
     fn compile(source: &str) -> Result<Matcher, String> {
         if source.is_ascii() {
+            let config = syntax::Config::new()
+                .case_insensitive(true)
+                .unicode(false)
+                .utf8(false);
+            let hir = syntax::parse_with(source, &config).map_err(|e| e.to_string())?;
             meta::Builder::new()
-                .syntax(
-                    syntax::Config::new()
-                        .case_insensitive(true)
-                        .unicode(false)
-                        .utf8(false),
-                )
                 .configure(meta::Config::new().nfa_size_limit(Some(REGEX_SIZE_LIMIT)))
-                .build(source)
+                .build_from_hir(&dot_reads_characters(&hir))
                 .map(Matcher::Ascii)
                 .map_err(|e| e.to_string())
         } else {
@@ -104,20 +113,139 @@ impl Pattern {
     }
 }
 
+/// Where a literal lets a pattern through: the whole literal (a gate keyed on a prefix checks
+/// it at the hit), the pattern, and whether the pattern is exactly its literals.
+#[derive(Debug, Clone, Copy)]
+struct Opening {
+    literal: &'static str,
+    pattern: usize,
+    exact: bool,
+    /// An exact pattern's word boundaries before and after the literal.
+    word_before: bool,
+    word_after: bool,
+}
+
+impl Opening {
+    /// Whether the word boundaries the pattern needs hold around the literal found at `at`
+    /// (ASCII word characters, as the ASCII patterns' `\b` reads them).
+    fn bounds_hold(&self, text: &[u8], at: usize) -> bool {
+        let is_word = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_';
+        let end = at + self.literal.len();
+        let boundary = |left: Option<&u8>, right: Option<&u8>| {
+            left.is_some_and(is_word) != right.is_some_and(is_word)
+        };
+        (!self.word_before || boundary(at.checked_sub(1).and_then(|i| text.get(i)), text.get(at)))
+            && (!self.word_after
+                || boundary(end.checked_sub(1).and_then(|i| text.get(i)), text.get(end)))
+    }
+}
+
+/// An automaton over keys and, per key, the patterns a hit may let through.
+#[derive(Debug, Clone)]
+struct Gate {
+    automaton: contiguous::NFA,
+    /// `opens[key]`: what a hit on that key lets through.
+    opens: Vec<Vec<Opening>>,
+    /// The keys are whole literals: a hit needs no further check.
+    whole: bool,
+}
+
+impl Gate {
+    /// A gate keyed on the first `KEY_LEN` bytes of each literal: quick to build.
+    fn prefixes(openings: &[Opening]) -> Gate {
+        let (keys, opens) = Gate::keys(openings, Some(KEY_LEN));
+        Gate {
+            automaton: Gate::automaton(&keys),
+            opens,
+            whole: false,
+        }
+    }
+
+    /// A gate keyed on whole literals: slower to build (milliseconds), but a hit needs no
+    /// check. An NFA: a DFA of the built-in literals runs a few percent faster but takes
+    /// twenty times the memory (11 MB) and three times as long to build.
+    fn whole_literals(openings: &[Opening]) -> Gate {
+        let (keys, opens) = Gate::keys(openings, None);
+        Gate {
+            automaton: Gate::automaton(&keys),
+            opens,
+            whole: true,
+        }
+    }
+
+    fn automaton(keys: &[&str]) -> contiguous::NFA {
+        contiguous::NFA::builder()
+            .match_kind(MatchKind::Standard)
+            .prefilter(false)
+            .build(keys)
+            .expect("the built-in literals always build")
+    }
+
+    /// The distinct keys (the first `key_len` bytes of each literal, or all of it) and what
+    /// each lets through.
+    fn keys(
+        openings: &[Opening],
+        key_len: Option<usize>,
+    ) -> (Vec<&'static str>, Vec<Vec<Opening>>) {
+        let mut index: HashMap<&str, usize> = HashMap::new();
+        let mut keys: Vec<&'static str> = Vec::new();
+        let mut opens: Vec<Vec<Opening>> = Vec::new();
+        for opening in openings {
+            let literal = opening.literal;
+            let key = &literal[..key_len.map_or(literal.len(), |n| literal.len().min(n))];
+            let slot = *index.entry(key).or_insert_with(|| {
+                keys.push(key);
+                opens.push(Vec::new());
+                keys.len() - 1
+            });
+            opens[slot].push(*opening);
+        }
+        (keys, opens)
+    }
+
+    /// Calls `hit(key, start)` for every key found in `text`, overlapping ones included.
+    fn scan(&self, text: &str, hit: impl FnMut(usize, usize)) {
+        overlapping(&self.automaton, text.as_bytes(), hit);
+    }
+}
+
+/// The pattern with each `.` matching one character rather than one byte. ASCII patterns
+/// run on bytes (ASCII `\b`, `\w` and case folding are much cheaper), where `.` is any byte
+/// but a newline; a message's `’` is three bytes, and `can.t` must still match `can’t`.
+fn dot_reads_characters(hir: &Hir) -> Hir {
+    let any_byte = Hir::dot(Dot::AnyByteExceptLF);
+    match hir.kind() {
+        _ if *hir == any_byte => Hir::dot(Dot::AnyCharExceptLF),
+        HirKind::Concat(items) => Hir::concat(items.iter().map(dot_reads_characters).collect()),
+        HirKind::Alternation(items) => {
+            Hir::alternation(items.iter().map(dot_reads_characters).collect())
+        }
+        HirKind::Repetition(repetition) => Hir::repetition(Repetition {
+            sub: Box::new(dot_reads_characters(&repetition.sub)),
+            ..repetition.clone()
+        }),
+        HirKind::Capture(capture) => Hir::capture(Capture {
+            sub: Box::new(dot_reads_characters(&capture.sub)),
+            ..capture.clone()
+        }),
+        _ => hir.clone(),
+    }
+}
+
 /// The message patterns of a rule set, and what picks the ones worth trying.
 #[derive(Debug, Clone)]
 pub(super) struct MessageSet {
     patterns: Vec<Pattern>,
-    /// The gate's keys: the first [`KEY_LEN`] bytes of the literals. `opens[i]` lists, for
-    /// key `i`, each whole literal and the pattern it lets through.
-    literals: Vec<&'static str>,
-    opens: Vec<Vec<(&'static str, usize, bool)>>,
-    /// The gate, built the first time a report has a message (`--status 503` never pays).
-    gate: OnceLock<AhoCorasick>,
+    /// Each literal of each gated pattern.
+    openings: Vec<Opening>,
+    /// The gate, keyed on [`KEY_LEN`]-byte prefixes: built the first time a report has a
+    /// message (`--status 503` never pays).
+    gate: OnceLock<Gate>,
     /// How many messages this set has read.
     uses: Arc<AtomicU32>,
-    /// The gate as a DFA, for processes past [`WARM`] messages (the service, `--jsonl`).
-    fast_gate: OnceLock<AhoCorasick>,
+    /// The gate over whole literals, for processes past [`WARM`] messages (the
+    /// service, `--jsonl`): larger and slower to build, but a hit needs no check.
+    fast_gate: OnceLock<Gate>,
     /// Patterns with no known literals: tried on every message.
     always: Vec<usize>,
 }
@@ -130,41 +258,36 @@ impl MessageSet {
     ) -> Self {
         let known: HashMap<&str, &[PatternLiterals]> = MESSAGE_LITERALS.iter().copied().collect();
         let mut patterns = Vec::new();
-        let mut literal_index: HashMap<&str, usize> = HashMap::new();
-        let mut literals: Vec<&'static str> = Vec::new();
-        let mut opens: Vec<Vec<(&'static str, usize, bool)>> = Vec::new();
+        let mut openings = Vec::new();
         let mut always = Vec::new();
         for (rule, id, sources) in rules {
             // A user's rule may reuse no built-in id, but its patterns are its own: the
             // literals apply only when the patterns are the built-in ones.
             let gates = known.get(id).filter(|g| g.len() == sources.len());
             for (i, source) in sources.iter().enumerate() {
-                let index = patterns.len();
+                let pattern = patterns.len();
                 patterns.push(Pattern {
                     rule,
                     source: source.clone(),
                     compiled: OnceLock::new(),
                 });
-                match gates.map(|g| g[i]).filter(|(g, _)| !g.is_empty()) {
-                    Some((gate, exact)) => {
-                        for &literal in gate {
-                            let key = &literal[..literal.len().min(KEY_LEN)];
-                            let slot = *literal_index.entry(key).or_insert_with(|| {
-                                literals.push(key);
-                                opens.push(Vec::new());
-                                literals.len() - 1
-                            });
-                            opens[slot].push((literal, index, exact));
-                        }
+                match gates.map(|g| g[i]).filter(|known| !known.starts.is_empty()) {
+                    Some(known) => {
+                        openings.extend(known.starts.iter().map(|&literal| Opening {
+                            literal,
+                            pattern,
+                            exact: known.exact,
+                            word_before: known.word_before,
+                            word_after: known.word_after,
+                        }));
                     }
-                    None => always.push(index),
+                    None => always.push(pattern),
                 }
             }
         }
         MessageSet {
             patterns,
-            literals,
-            opens,
+            openings,
             gate: OnceLock::new(),
             uses: Arc::new(AtomicU32::new(0)),
             fast_gate: OnceLock::new(),
@@ -194,41 +317,31 @@ impl MessageSet {
         let mut candidates: Vec<(usize, Option<usize>)> =
             self.always.iter().map(|&p| (p, None)).collect();
         let mut matched_exact: Vec<usize> = Vec::new();
-        let build = |kind| {
-            AhoCorasickBuilder::new()
-                .kind(Some(kind))
-                .match_kind(MatchKind::Standard)
-                .build(&self.literals)
-                .expect("literals this few always build")
-        };
-        let gate = match self.fast_gate.get() {
-            Some(fast) => Some(fast),
-            None if self.literals.is_empty() => None,
-            None if self.uses.fetch_add(1, Ordering::Relaxed) >= WARM => {
-                Some(self.fast_gate.get_or_init(|| build(AhoCorasickKind::DFA)))
-            }
-            None => Some(
-                self.gate
-                    .get_or_init(|| build(AhoCorasickKind::ContiguousNFA)),
-            ),
-        };
-        if let Some(gate) = gate {
-            // The literals are lower-case ASCII; the text is folded the same way (byte for
-            // byte, so positions carry over).
-            let folded = text.to_ascii_lowercase();
-            for found in gate.find_overlapping_iter(&folded) {
-                let at = found.start();
+        // The literals are lower-case ASCII; the text is folded the same way, byte for byte
+        // (so positions carry over).
+        let folded = (!self.openings.is_empty()).then(|| text.to_ascii_lowercase());
+        if let Some(folded) = &folded {
+            let gate = self.gate();
+            gate.scan(folded, |key, at| {
                 let rest = &folded.as_bytes()[at..];
-                for &(literal, pattern, exact) in &self.opens[found.pattern().as_usize()] {
-                    if rest.starts_with(literal.as_bytes()) {
-                        // A pattern that is exactly its literals has matched already.
-                        candidates.push((pattern, if exact { None } else { Some(at) }));
-                        if exact {
+                for opening in &gate.opens[key] {
+                    if !(gate.whole || rest.starts_with(opening.literal.as_bytes())) {
+                        continue;
+                    }
+                    // A pattern that is exactly its literals has matched already, if the
+                    // word boundaries it needs hold.
+                    if opening.exact && !opening.bounds_hold(folded.as_bytes(), at) {
+                        continue;
+                    }
+                    {
+                        let pattern = opening.pattern;
+                        candidates.push((pattern, (!opening.exact).then_some(at)));
+                        if opening.exact {
                             matched_exact.push(pattern);
                         }
                     }
                 }
-            }
+            });
         }
         candidates.sort_unstable();
         candidates.dedup();
@@ -247,6 +360,20 @@ impl MessageSet {
                 out.push(pattern.rule);
             }
         }
+    }
+
+    /// The gate for this message: over key prefixes at first, over whole literals once the
+    /// process has read [`WARM`] messages.
+    fn gate(&self) -> &Gate {
+        if let Some(fast) = self.fast_gate.get() {
+            return fast;
+        }
+        if self.uses.fetch_add(1, Ordering::Relaxed) >= WARM {
+            return self
+                .fast_gate
+                .get_or_init(|| Gate::whole_literals(&self.openings));
+        }
+        self.gate.get_or_init(|| Gate::prefixes(&self.openings))
     }
 }
 
@@ -270,6 +397,15 @@ mod tests {
     }
 
     #[test]
+    fn a_dot_in_an_ascii_pattern_matches_one_character() {
+        let set = set(&[(1, "x.a", &["can.t reach", r"^a.b$"])]);
+        assert_eq!(hits(&set, "I can’t reach the host"), [1]);
+        assert_eq!(hits(&set, "I can't reach the host"), [1]);
+        assert_eq!(hits(&set, "aéb"), [1]);
+        assert!(hits(&set, "a\nb").is_empty());
+    }
+
+    #[test]
     fn ascii_and_unicode_patterns_both_fold_case() {
         let set = set(&[
             (3, "x.a", &[r"\btimed out\b"]),
@@ -287,7 +423,7 @@ mod tests {
         let rules = super::super::rules::RuleSet::builtin();
         let messages = &rules.messages;
         assert!(
-            !messages.literals.is_empty() && messages.always.len() < messages.patterns.len() / 4,
+            !messages.openings.is_empty() && messages.always.len() < messages.patterns.len() / 4,
             "most built-in patterns have literals: {} always tried of {}",
             messages.always.len(),
             messages.patterns.len()
@@ -309,7 +445,7 @@ mod tests {
 
     /// The gate is only a shortcut: over every message of the corpus, the rules it finds are
     /// exactly those a search of every pattern in the whole text finds (past [`WARM`]
-    /// messages, through the DFA gate too).
+    /// messages, through the whole-literal gate too).
     #[test]
     fn the_gate_finds_what_a_full_search_finds() {
         let rules = super::super::rules::RuleSet::builtin();

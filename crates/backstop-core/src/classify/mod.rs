@@ -30,6 +30,7 @@ pub mod field;
 mod hints;
 mod index;
 pub mod lint;
+mod literal_scan;
 pub mod matcher;
 mod message_set;
 pub mod rules;

@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use super::needles::{Needle, Needles};
 use super::{Extracted, ExtractorInfo, Source};
 
 pub(super) const INFO_CURL: ExtractorInfo = ExtractorInfo {
@@ -47,22 +48,22 @@ static NPM: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// Reads every command shape in one text.
-pub(super) fn read(text: &str, from: Source, found: &mut Extracted) {
-    curl(text, from, found);
-    kubectl(text, from, found);
-    npm(text, from, found);
+pub(super) fn read(text: &str, needles: Needles, from: Source, found: &mut Extracted) {
+    curl(text, needles, from, found);
+    kubectl(text, needles, from, found);
+    npm(text, needles, from, found);
 }
 
-fn curl(text: &str, from: Source, found: &mut Extracted) {
+fn curl(text: &str, needles: Needles, from: Source, found: &mut Extracted) {
     let by = INFO_CURL.name;
-    if text.contains("curl: (")
+    if needles.has(Needle::CurlLead)
         && let Some(c) = CURL.captures(text)
         && let Ok(code) = c[1].parse()
     {
         Extracted::put(&mut found.exit_code, code, from, by);
         Extracted::put(&mut found.tool, "curl".to_owned(), from, by);
     }
-    if text.contains("returned error: ")
+    if needles.has(Needle::ReturnedError)
         && let Some(c) = CURL_STATUS.captures(text)
         && let Ok(status) = c[1].parse()
     {
@@ -70,8 +71,8 @@ fn curl(text: &str, from: Source, found: &mut Extracted) {
     }
 }
 
-fn kubectl(text: &str, from: Source, found: &mut Extracted) {
-    if text.contains("server (")
+fn kubectl(text: &str, needles: Needles, from: Source, found: &mut Extracted) {
+    if needles.has(Needle::ServerParen)
         && let Some(c) = KUBECTL.captures(text)
     {
         Extracted::put(
@@ -83,9 +84,9 @@ fn kubectl(text: &str, from: Source, found: &mut Extracted) {
     }
 }
 
-fn npm(text: &str, from: Source, found: &mut Extracted) {
+fn npm(text: &str, needles: Needles, from: Source, found: &mut Extracted) {
     let by = INFO_NPM.name;
-    if !text.contains("npm ") {
+    if !needles.has(Needle::Npm) {
         return;
     }
     let Some(c) = NPM.captures(text) else {
@@ -132,7 +133,7 @@ mod tests {
 
     fn read_message(text: &str) -> Extracted {
         let mut found = Extracted::default();
-        read(text, Source::Message, &mut found);
+        read(text, Needles::of(text), Source::Message, &mut found);
         found
     }
 

@@ -25,6 +25,7 @@
 mod command;
 mod envelope;
 mod exception_name;
+mod needles;
 mod pyrepr;
 mod sdk;
 mod status_text;
@@ -167,8 +168,9 @@ impl Extracted {
             envelope::read(&value, from, self);
         }
         let text = capped(text);
-        sdk::read(text, from, self);
-        command::read(text, from, self);
+        let needles = needles::Needles::of(text);
+        sdk::read(text, needles, from, self);
+        command::read(text, needles, from, self);
         words::add_text_tokens(text, from, self);
     }
 

@@ -1,12 +1,13 @@
 //! SDK exception strings: the shapes client libraries print when a call fails.
 //!
-//! Each pattern is compiled the first time a text could hold it (a cheap substring check
-//! comes first), so a report without such text costs nothing here.
+//! Each pattern is compiled the first time a text could hold it (the phrases it needs are
+//! looked for first, see `needles`), so a report without such text costs nothing here.
 
 use std::sync::LazyLock;
 
 use regex::Regex;
 
+use super::needles::{Needle, Needles};
 use super::{Extracted, ExtractorInfo, Source};
 use crate::report::GrpcCode;
 
@@ -104,15 +105,15 @@ static ERRNO_NUMBER: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// Reads every SDK shape in one text.
-pub(super) fn read(text: &str, from: Source, found: &mut Extracted) {
-    botocore(text, from, found);
-    google(text, from, found);
-    python_http(text, from, found);
+pub(super) fn read(text: &str, needles: Needles, from: Source, found: &mut Extracted) {
+    botocore(text, needles, from, found);
+    google(text, needles, from, found);
+    python_http(text, needles, from, found);
     super::status_text::read(text, from, found);
-    grpc(text, from, found);
-    sqlstate(text, from, found);
-    errno(text, from, found);
-    go_net(text, from, found);
+    grpc(text, needles, from, found);
+    sqlstate(text, needles, from, found);
+    errno(text, needles, from, found);
+    go_net(needles, from, found);
     super::exception_name::read(text, from, found);
 }
 
@@ -120,8 +121,8 @@ fn first_group<'t>(captures: &regex::Captures<'t>) -> Option<&'t str> {
     captures.iter().skip(1).flatten().next().map(|m| m.as_str())
 }
 
-fn botocore(text: &str, from: Source, found: &mut Extracted) {
-    if text.contains("api error ")
+fn botocore(text: &str, needles: Needles, from: Source, found: &mut Extracted) {
+    if needles.has(Needle::AwsGoApiError)
         && let Some(c) = AWS_GO.captures(text)
     {
         Extracted::put(
@@ -131,7 +132,7 @@ fn botocore(text: &str, from: Source, found: &mut Extracted) {
             INFO_BOTOCORE.name,
         );
     }
-    if !text.contains("An error occurred (") {
+    if !needles.has(Needle::BotocoreLead) {
         return;
     }
     if let Some(c) = BOTOCORE.captures(text) {
@@ -144,15 +145,15 @@ fn botocore(text: &str, from: Source, found: &mut Extracted) {
     }
 }
 
-fn google(text: &str, from: Source, found: &mut Extracted) {
+fn google(text: &str, needles: Needles, from: Source, found: &mut Extracted) {
     let by = INFO_GOOGLE.name;
-    if text.contains("google.api_core")
+    if needles.has(Needle::GoogleApiCore)
         && let Some(c) = GOOGLE_EXCEPTION.captures(text)
     {
         Extracted::put(&mut found.exception, c[1].to_owned(), from, by);
     }
-    let maybe =
-        text.trim_start().starts_with(['4', '5']) || text.contains(": 4") || text.contains(": 5");
+    let maybe = text.trim_start().starts_with(['4', '5'])
+        || needles.any(&[Needle::ColonFour, Needle::ColonFive]);
     if maybe
         && let Some(c) = STATUS_FIRST.captures(text)
         && let Ok(status) = c[1].parse()
@@ -161,16 +162,16 @@ fn google(text: &str, from: Source, found: &mut Extracted) {
     }
 }
 
-fn python_http(text: &str, from: Source, found: &mut Extracted) {
+fn python_http(text: &str, needles: Needles, from: Source, found: &mut Extracted) {
     let maybe = [
-        "Client Error: ",
-        "Server Error: ",
-        "error '",
-        "message=",
-        "HTTP Error",
-        "Error code: ",
+        Needle::ClientErrorColon,
+        Needle::ServerErrorColon,
+        Needle::ErrorQuote,
+        Needle::MessageEquals,
+        Needle::HttpError,
+        Needle::ErrorCodeColon,
     ];
-    if !maybe.iter().any(|m| text.contains(m)) {
+    if !needles.any(&maybe) {
         return;
     }
     if let Some(c) = PYTHON_HTTP.captures(text)
@@ -180,16 +181,16 @@ fn python_http(text: &str, from: Source, found: &mut Extracted) {
     }
 }
 
-fn grpc(text: &str, from: Source, found: &mut Extracted) {
+fn grpc(text: &str, needles: Needles, from: Source, found: &mut Extracted) {
     let maybe = [
-        "rpc error",
-        "StatusCode",
-        "StatusRuntimeException",
-        "StatusException",
-        "Status(",
-        "grpc",
+        Needle::RpcError,
+        Needle::StatusCode,
+        Needle::StatusRuntimeException,
+        Needle::StatusException,
+        Needle::StatusParen,
+        Needle::Grpc,
     ];
-    if !maybe.iter().any(|m| text.contains(m)) {
+    if !needles.any(&maybe) {
         return;
     }
     if let Some(c) = GRPC.captures(text)
@@ -200,13 +201,14 @@ fn grpc(text: &str, from: Source, found: &mut Extracted) {
     }
 }
 
-fn sqlstate(text: &str, from: Source, found: &mut Extracted) {
-    let lower_has = |needle: &str| text.contains(needle);
-    if !(lower_has("SQLSTATE")
-        || lower_has("SQLState")
-        || lower_has("sqlstate")
-        || lower_has("ERROR "))
-    {
+fn sqlstate(text: &str, needles: Needles, from: Source, found: &mut Extracted) {
+    let maybe = [
+        Needle::SqlstateUpper,
+        Needle::SqlstateCamel,
+        Needle::SqlstateLower,
+        Needle::ErrorSpace,
+    ];
+    if !needles.any(&maybe) {
         return;
     }
     if let Some(c) = SQLSTATE.captures(text)
@@ -222,7 +224,7 @@ fn sqlstate(text: &str, from: Source, found: &mut Extracted) {
     }
 }
 
-fn errno(text: &str, from: Source, found: &mut Extracted) {
+fn errno(text: &str, needles: Needles, from: Source, found: &mut Extracted) {
     let by = INFO_ERRNO.name;
     if has_errno_shape(text)
         && let Some(c) = ERRNO_NAME.captures(text)
@@ -239,7 +241,7 @@ fn errno(text: &str, from: Source, found: &mut Extracted) {
         }
         return;
     }
-    if (text.contains("rrno") || text.contains("os error"))
+    if needles.any(&[Needle::Rrno, Needle::OsError])
         && let Some(c) = ERRNO_NUMBER.captures(text)
         && let Some(number) = first_group(&c).and_then(|n| n.parse::<i32>().ok())
     {
@@ -310,16 +312,16 @@ fn errno_name(number: i32) -> Option<&'static str> {
     })
 }
 
-fn go_net(text: &str, from: Source, found: &mut Extracted) {
+fn go_net(needles: Needles, from: Source, found: &mut Extracted) {
     let by = INFO_GO.name;
-    if text.contains("context deadline exceeded") || text.contains("Client.Timeout exceeded") {
+    if needles.any(&[Needle::ContextDeadline, Needle::ClientTimeout]) {
         Extracted::put_weak(
             &mut found.exception,
             "context.DeadlineExceeded".to_owned(),
             from,
             by,
         );
-    } else if text.contains("context canceled") {
+    } else if needles.has(Needle::ContextCanceled) {
         Extracted::put_weak(
             &mut found.exception,
             "context.Canceled".to_owned(),
@@ -329,13 +331,19 @@ fn go_net(text: &str, from: Source, found: &mut Extracted) {
     }
     // Go writes `op net addr: <strerror>`: the phrase after ": ", with an operation before.
     let ops = [
-        "dial ", "read ", "write ", "connect", "lookup ", "accept ", "listen ",
+        Needle::Dial,
+        Needle::Read,
+        Needle::Write,
+        Needle::Connect,
+        Needle::Lookup,
+        Needle::Accept,
+        Needle::Listen,
     ];
-    if !ops.iter().any(|op| text.contains(op)) {
+    if !needles.any(&ops) {
         return;
     }
     for (phrase, errno) in GO_SOCKET_ERRORS {
-        if text.contains(phrase) {
+        if needles.has(phrase) {
             match errno {
                 Some(errno) => Extracted::put_weak(&mut found.errno, errno.to_owned(), from, by),
                 None => Extracted::put(&mut found.error_code, "ENOTFOUND".to_owned(), from, by),
@@ -346,19 +354,19 @@ fn go_net(text: &str, from: Source, found: &mut Extracted) {
 }
 
 /// Go's socket error phrases and the errno each is (`None`: a name that does not resolve).
-const GO_SOCKET_ERRORS: [(&str, Option<&str>); 12] = [
-    (": connection refused", Some("ECONNREFUSED")),
-    (": connection reset by peer", Some("ECONNRESET")),
-    (": broken pipe", Some("EPIPE")),
-    (": no route to host", Some("EHOSTUNREACH")),
-    (": network is unreachable", Some("ENETUNREACH")),
-    (": i/o timeout", Some("ETIMEDOUT")),
-    (": connection timed out", Some("ETIMEDOUT")),
-    (": too many open files", Some("EMFILE")),
-    (": address already in use", Some("EADDRINUSE")),
-    (": permission denied", Some("EACCES")),
-    (": cannot assign requested address", Some("EADDRNOTAVAIL")),
-    (": no such host", None),
+const GO_SOCKET_ERRORS: [(Needle, Option<&str>); 12] = [
+    (Needle::ConnectionRefused, Some("ECONNREFUSED")),
+    (Needle::ConnectionReset, Some("ECONNRESET")),
+    (Needle::BrokenPipe, Some("EPIPE")),
+    (Needle::NoRouteToHost, Some("EHOSTUNREACH")),
+    (Needle::NetworkUnreachable, Some("ENETUNREACH")),
+    (Needle::IoTimeout, Some("ETIMEDOUT")),
+    (Needle::ConnectionTimedOut, Some("ETIMEDOUT")),
+    (Needle::TooManyOpenFiles, Some("EMFILE")),
+    (Needle::AddressInUse, Some("EADDRINUSE")),
+    (Needle::PermissionDenied, Some("EACCES")),
+    (Needle::CannotAssignAddress, Some("EADDRNOTAVAIL")),
+    (Needle::NoSuchHost, None),
 ];
 
 #[cfg(test)]
@@ -367,7 +375,7 @@ mod tests {
 
     fn read_message(text: &str) -> Extracted {
         let mut found = Extracted::default();
-        read(text, Source::Message, &mut found);
+        read(text, Needles::of(text), Source::Message, &mut found);
         found
     }
 

@@ -20,7 +20,7 @@ const MAX_TOKENS: usize = 12;
 /// Adds the words of the codes written in a text (`PRECONDITION_FAILED`,
 /// `NotLeaderOrFollowerException`, `card_declined`), so the message rules read them.
 pub(super) fn add_text_tokens(text: &str, from: Source, found: &mut Extracted) {
-    if !text.bytes().any(|b| b == b'_') && !has_camel_hump(text) {
+    if !may_hold_codes(text.as_bytes()) {
         return;
     }
     let mut words = String::new();
@@ -57,11 +57,16 @@ fn code_tokens(text: &str) -> impl Iterator<Item = &str> {
         })
 }
 
-/// Whether a lower-case letter is followed by an upper-case one somewhere (`tooMany`).
-fn has_camel_hump(text: &str) -> bool {
-    text.as_bytes()
-        .windows(2)
-        .any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase())
+/// Whether the text may hold a code, in one pass: a lower-case letter followed by an
+/// upper-case one (`tooMany`), or an underscore between two letters (`rate_limit`; an id
+/// such as `req_00af` has none).
+fn may_hold_codes(text: &[u8]) -> bool {
+    text.windows(2).enumerate().any(|(i, w)| {
+        (w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase())
+            || (w[1] == b'_'
+                && w[0].is_ascii_alphabetic()
+                && text.get(i + 2).is_some_and(u8::is_ascii_alphabetic))
+    })
 }
 
 /// Adds the words of the report's error code and exception name (given or extracted).
