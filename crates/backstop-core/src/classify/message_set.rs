@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use aho_corasick::{MatchKind, nfa::contiguous};
+use aho_corasick::{MatchKind, dfa, nfa::contiguous};
 use regex_automata::util::syntax;
 use regex_automata::{Anchored, Input, meta};
 use regex_syntax::hir::{Capture, Dot, Hir, HirKind, Repetition};
@@ -143,42 +143,52 @@ impl Opening {
 /// An automaton over keys and, per key, the patterns a hit may let through.
 #[derive(Debug, Clone)]
 struct Gate {
-    automaton: contiguous::NFA,
+    automaton: GateAutomaton,
     /// `opens[key]`: what a hit on that key lets through.
     opens: Vec<Vec<Opening>>,
     /// The keys are whole literals: a hit needs no further check.
     whole: bool,
 }
 
+/// The gate's automaton: quick to build for a short-lived process, or quick to run.
+#[derive(Debug, Clone)]
+enum GateAutomaton {
+    Nfa(contiguous::NFA),
+    Dfa(dfa::DFA),
+}
+
 impl Gate {
-    /// A gate keyed on the first `KEY_LEN` bytes of each literal: quick to build.
+    /// A gate keyed on the first `KEY_LEN` bytes of each literal: an NFA, quick to build
+    /// (the built-in rules': about 1 ms).
     fn prefixes(openings: &[Opening]) -> Gate {
         let (keys, opens) = Gate::keys(openings, Some(KEY_LEN));
+        let nfa = contiguous::NFA::builder()
+            .match_kind(MatchKind::Standard)
+            .prefilter(false)
+            .build(&keys)
+            .expect("the built-in literals always build");
         Gate {
-            automaton: Gate::automaton(&keys),
+            automaton: GateAutomaton::Nfa(nfa),
             opens,
             whole: false,
         }
     }
 
-    /// A gate keyed on whole literals: slower to build (milliseconds), but a hit needs no
-    /// check. An NFA: a DFA of the built-in literals runs a few percent faster but takes
-    /// twenty times the memory (11 MB) and three times as long to build.
+    /// A gate keyed on whole literals, as a DFA: a hit needs no check, and each byte costs
+    /// one table look-up. For the built-in rules it takes about 12 ms to build and 5.7 MB
+    /// (an NFA of the same literals: 2 ms and 0.3 MB, but 8% fewer messages a second).
     fn whole_literals(openings: &[Opening]) -> Gate {
         let (keys, opens) = Gate::keys(openings, None);
+        let dfa = dfa::DFA::builder()
+            .match_kind(MatchKind::Standard)
+            .prefilter(false)
+            .build(&keys)
+            .expect("the built-in literals always build");
         Gate {
-            automaton: Gate::automaton(&keys),
+            automaton: GateAutomaton::Dfa(dfa),
             opens,
             whole: true,
         }
-    }
-
-    fn automaton(keys: &[&str]) -> contiguous::NFA {
-        contiguous::NFA::builder()
-            .match_kind(MatchKind::Standard)
-            .prefilter(false)
-            .build(keys)
-            .expect("the built-in literals always build")
     }
 
     /// The distinct keys (the first `key_len` bytes of each literal, or all of it) and what
@@ -205,7 +215,10 @@ impl Gate {
 
     /// Calls `hit(key, start)` for every key found in `text`, overlapping ones included.
     fn scan(&self, text: &str, hit: impl FnMut(usize, usize)) {
-        overlapping(&self.automaton, text.as_bytes(), hit);
+        match &self.automaton {
+            GateAutomaton::Nfa(nfa) => overlapping(nfa, text.as_bytes(), hit),
+            GateAutomaton::Dfa(dfa) => overlapping(dfa, text.as_bytes(), hit),
+        }
     }
 }
 

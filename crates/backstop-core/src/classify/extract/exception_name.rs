@@ -3,6 +3,7 @@
 //! Found by a scan of each line rather than a regex, so a one-shot classification does not
 //! compile one.
 
+use super::needles::{Needle, Needles};
 use super::{Extracted, ExtractorInfo, Source};
 
 pub(super) const INFO: ExtractorInfo = ExtractorInfo {
@@ -38,6 +39,29 @@ const ENDINGS: [&str; 22] = [
     "Overloaded",
 ];
 
+/// The needles that find the endings (one of which a name must hold).
+const ENDING_NEEDLES: [Needle; 19] = [
+    Needle::ExceptionWord,
+    Needle::ErrorWord,
+    Needle::Exceeded,
+    Needle::Timeout,
+    Needle::TimedOut,
+    Needle::Failure,
+    Needle::Fault,
+    Needle::Refused,
+    Needle::Interrupt,
+    Needle::Failed,
+    Needle::Unavailable,
+    Needle::Cancel,
+    Needle::Conflict,
+    Needle::Denied,
+    Needle::NotFound,
+    Needle::Throttl,
+    Needle::Busy,
+    Needle::Closed,
+    Needle::Overloaded,
+];
+
 /// What may stand before a type at the start of a line.
 const LEADS: [&str; 7] = [
     "Caused by: ",
@@ -50,8 +74,8 @@ const LEADS: [&str; 7] = [
 ];
 
 /// Puts the type named at the start of the last line that names one.
-pub(super) fn read(text: &str, from: Source, found: &mut Extracted) {
-    if found.exception.is_some() {
+pub(super) fn read(text: &str, needles: Needles, from: Source, found: &mut Extracted) {
+    if found.exception.is_some() || !needles.any(&ENDING_NEEDLES) {
         return;
     }
     if let Some(name) = text.lines().rev().find_map(type_at_start) {
@@ -126,13 +150,20 @@ mod tests {
     }
 
     #[test]
+    fn every_ending_holds_a_needle() {
+        for ending in ENDINGS {
+            assert!(
+                ENDING_NEEDLES.iter().any(|n| ending.contains(n.phrase())),
+                "{ending} holds no needle: a name ending so would be skipped"
+            );
+        }
+    }
+
+    #[test]
     fn the_last_line_that_names_a_type_wins() {
         let mut found = Extracted::default();
-        read(
-            "Traceback (most recent call last):\n  File \"x.py\", line 1\nrequests.exceptions.ReadTimeout: Read timed out.",
-            Source::Message,
-            &mut found,
-        );
+        let text = "Traceback (most recent call last):\n  File \"x.py\", line 1\nrequests.exceptions.ReadTimeout: Read timed out.";
+        read(text, Needles::of(text), Source::Message, &mut found);
         assert_eq!(
             found.exception.unwrap().value,
             "requests.exceptions.ReadTimeout"

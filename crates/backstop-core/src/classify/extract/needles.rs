@@ -82,11 +82,39 @@ needles! {
     ReturnedError = "returned error: ",
     ServerParen = "server (",
     Npm = "npm ",
+    // How an exception type's name ends (see `exception_name`).
+    ExceptionWord = "Exception",
+    ErrorWord = "Error",
+    Exceeded = "Exceeded",
+    Timeout = "Timeout",
+    TimedOut = "TimedOut",
+    Failure = "Failure",
+    Fault = "Fault",
+    Refused = "Refused",
+    Interrupt = "Interrupt",
+    Failed = "Failed",
+    Unavailable = "Unavailable",
+    Cancel = "Cancel",
+    Conflict = "Conflict",
+    Denied = "Denied",
+    NotFound = "NotFound",
+    Throttl = "Throttl",
+    Busy = "Busy",
+    Closed = "Closed",
+    Overloaded = "Overloaded",
+}
+
+impl Needle {
+    /// The phrase the needle stands for.
+    #[cfg(test)]
+    pub(super) fn phrase(self) -> &'static str {
+        PHRASES[self as usize]
+    }
 }
 
 /// Which needles occur in one text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Needles(u64);
+pub(super) struct Needles(u128);
 
 static AUTOMATON: LazyLock<DFA> = LazyLock::new(|| {
     DFA::builder()
@@ -99,7 +127,7 @@ static AUTOMATON: LazyLock<DFA> = LazyLock::new(|| {
 impl Needles {
     /// Finds every needle in `text`.
     pub(super) fn of(text: &str) -> Needles {
-        let mut bits = 0u64;
+        let mut bits = 0u128;
         overlapping(&*AUTOMATON, text.as_bytes(), |needle, _| {
             bits |= 1 << needle;
         });
@@ -124,9 +152,10 @@ mod tests {
     #[test]
     fn every_needle_fits_the_set_and_is_found_where_it_occurs() {
         assert!(
-            PHRASES.len() <= 64,
-            "{} needles: Needles holds 64",
-            PHRASES.len()
+            PHRASES.len() <= u128::BITS as usize,
+            "{} needles: Needles holds {}",
+            PHRASES.len(),
+            u128::BITS
         );
         let text = "x: connect: connection refused, rpc error here";
         let found = Needles::of(text);

@@ -114,7 +114,7 @@ pub(super) fn read(text: &str, needles: Needles, from: Source, found: &mut Extra
     sqlstate(text, needles, from, found);
     errno(text, needles, from, found);
     go_net(needles, from, found);
-    super::exception_name::read(text, from, found);
+    super::exception_name::read(text, needles, from, found);
 }
 
 fn first_group<'t>(captures: &regex::Captures<'t>) -> Option<&'t str> {
