@@ -226,9 +226,9 @@ impl Gate {
 /// run on bytes (ASCII `\b`, `\w` and case folding are much cheaper), where `.` is any byte
 /// but a newline; a message's `’` is three bytes, and `can.t` must still match `can’t`.
 fn dot_reads_characters(hir: &Hir) -> Hir {
-    let any_byte = Hir::dot(Dot::AnyByteExceptLF);
     match hir.kind() {
-        _ if *hir == any_byte => Hir::dot(Dot::AnyCharExceptLF),
+        _ if *hir == Hir::dot(Dot::AnyByteExceptLF) => Hir::dot(Dot::AnyCharExceptLF),
+        _ if *hir == Hir::dot(Dot::AnyByte) => Hir::dot(Dot::AnyChar),
         HirKind::Concat(items) => Hir::concat(items.iter().map(dot_reads_characters).collect()),
         HirKind::Alternation(items) => {
             Hir::alternation(items.iter().map(dot_reads_characters).collect())
@@ -411,11 +411,14 @@ mod tests {
 
     #[test]
     fn a_dot_in_an_ascii_pattern_matches_one_character() {
-        let set = set(&[(1, "x.a", &["can.t reach", r"^a.b$"])]);
-        assert_eq!(hits(&set, "I can’t reach the host"), [1]);
-        assert_eq!(hits(&set, "I can't reach the host"), [1]);
-        assert_eq!(hits(&set, "aéb"), [1]);
-        assert!(hits(&set, "a\nb").is_empty());
+        let one_line = set(&[(1, "x.a", &["can.t reach", r"^a.b$"])]);
+        assert_eq!(hits(&one_line, "I can’t reach the host"), [1]);
+        assert_eq!(hits(&one_line, "I can't reach the host"), [1]);
+        assert_eq!(hits(&one_line, "aéb"), [1]);
+        assert!(hits(&one_line, "a\nb").is_empty());
+        let across_lines = set(&[(2, "x.b", &[r"^a(?s:.)b$"])]);
+        assert_eq!(hits(&across_lines, "a’b"), [2]);
+        assert_eq!(hits(&across_lines, "a\nb"), [2]);
     }
 
     #[test]

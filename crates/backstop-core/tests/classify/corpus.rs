@@ -85,7 +85,7 @@ const FAMILY_FLOORS: &[(&str, f64)] = &[
 /// called retryable.
 const CLASS_FLOOR: f64 = 0.90;
 const RETRYABLE_FLOOR: f64 = 0.95;
-const FALSE_RETRY_CEILING: f64 = 0.02;
+const FALSE_RETRY_CEILING: f64 = 0.01;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

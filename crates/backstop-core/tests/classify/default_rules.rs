@@ -55,3 +55,33 @@ fn every_extractor_is_documented() {
         );
     }
 }
+
+/// "Try again" after a fix is a request to change something; after a wait it is a transient.
+#[test]
+fn try_again_after_a_fix_is_not_a_transient() {
+    use backstop_core::Report;
+    use backstop_core::classify::classify;
+    let rules = RuleSet::builtin();
+    let now = "2026-01-01T00:00:00Z".parse().unwrap();
+    let judge = |message: &str| {
+        let report = Report {
+            message: Some(message.to_owned()),
+            ..Report::default()
+        };
+        let c = classify(&rules, &report, now);
+        (c.class.to_string(), c.retryable)
+    };
+    for fix in [
+        "Please provide a valid API key and try again.",
+        "Please correct the errors below and try again.",
+        "Create a configuration file (.tf file) and try again.",
+    ] {
+        assert_eq!(judge(fix), ("invalid_input".to_owned(), false), "{fix}");
+    }
+    for wait in [
+        "The service is busy. Please try again later.",
+        "Something went wrong on our side; please try again.",
+    ] {
+        assert_eq!(judge(wait), ("transient".to_owned(), true), "{wait}");
+    }
+}
