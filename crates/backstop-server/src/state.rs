@@ -14,7 +14,7 @@ use crate::catalog::Catalog;
 use crate::config::{Config, Role};
 use crate::limits::RateLimiter;
 use crate::metrics::Metrics;
-use crate::queue::AttemptQueue;
+use crate::queue::{AttemptQueue, JournalReceipt};
 
 /// The hinter's jitter seed: fixed, so replaying the journal gives the same delays.
 pub const HINTER_SEED: u64 = 0x6261_636b_7374_6f70;
@@ -48,6 +48,8 @@ pub struct AppState {
 impl AppState {
     /// The state for `config`, with its catalog loaded, and the hinter rebuilt from the call
     /// journal of the last 24 hours.
+    ///
+    /// It reads the ledger: call it outside an async runtime, or in `spawn_blocking`.
     pub fn new(
         config: Config,
         config_path: Option<PathBuf>,
@@ -122,11 +124,10 @@ impl AppState {
         Ok(count)
     }
 
-    /// Journals a call-level event; a failure to journal is logged, never fatal to the call.
-    pub fn journal(&self, event: &CallEvent) {
-        if let Err(e) = self.store.append_event(event) {
-            tracing::error!(error = %e, "could not journal a call event");
-        }
+    /// Queues a call-level event for the journal (call it under the hinter's lock, and await
+    /// the receipt after releasing it); a failure to journal is logged, never fatal to the call.
+    pub fn journal(&self, event: CallEvent) -> JournalReceipt {
+        self.attempts.journal(event)
     }
 }
 

@@ -1,7 +1,8 @@
 //! The call level: `POST /v1/recover`, `POST /v1/outcomes`, `GET /v1/tools`, `POST /v1/grants`.
 //!
-//! Each call that changes the hinter is journaled in the store as it is applied, under the
-//! hinter's lock, so replaying the journal at start rebuilds the same counters.
+//! Each call that changes the hinter is queued for the journal as it is applied, under the
+//! hinter's lock (the ledger thread writes events in that order, so replaying the journal at
+//! start rebuilds the same counters); the answer goes out once the event is written.
 
 use std::sync::Arc;
 
@@ -87,14 +88,18 @@ pub async fn recover(
     let classification = classify(&state.catalog().rules, &report, now);
     // A task is the caller's own: another caller's task of the same name is another task.
     let task = task_key(&caller.id, &body.task);
-    let mut hinter = lock(&state);
-    let step = hinter.next(&task, &classification, &context, now);
-    state.journal(&CallEvent {
-        at: now,
-        kind: "failure".to_owned(),
-        subject: task,
-        body: serde_json::to_string(&redacted(classification, context)).unwrap_or_default(),
-    });
+    let (step, journaled) = {
+        let mut hinter = lock(&state);
+        let step = hinter.next(&task, &classification, &context, now);
+        let journaled = state.journal(CallEvent {
+            at: now,
+            kind: "failure".to_owned(),
+            subject: task,
+            body: serde_json::to_string(&redacted(classification, context)).unwrap_or_default(),
+        });
+        (step, journaled)
+    };
+    journaled.written().await;
     Ok(Json(step))
 }
 
@@ -159,24 +164,27 @@ pub async fn outcomes(
     }
     let class = body.class.unwrap_or(Class::Transient);
     let now = Timestamp::now();
-    let mut hinter = lock(&state);
-    let kind = match body.outcome {
-        OutcomeKind::Success => {
-            hinter.record_success(&body.tool, now);
-            "success"
-        }
-        OutcomeKind::Failure => {
-            hinter.record_failure(&body.tool, class, now);
-            "tool_failure"
-        }
+    let (view, journaled) = {
+        let mut hinter = lock(&state);
+        let kind = match body.outcome {
+            OutcomeKind::Success => {
+                hinter.record_success(&body.tool, now);
+                "success"
+            }
+            OutcomeKind::Failure => {
+                hinter.record_failure(&body.tool, class, now);
+                "tool_failure"
+            }
+        };
+        let journaled = state.journal(CallEvent {
+            at: now,
+            kind: kind.to_owned(),
+            subject: body.tool.clone(),
+            body: json!({"class": class}).to_string(),
+        });
+        (tool_view(&hinter, &body.tool, now), journaled)
     };
-    state.journal(&CallEvent {
-        at: now,
-        kind: kind.to_owned(),
-        subject: body.tool.clone(),
-        body: json!({"class": class}).to_string(),
-    });
-    let view = tool_view(&hinter, &body.tool, now);
+    journaled.written().await;
     Ok(Json(view))
 }
 
@@ -239,14 +247,17 @@ pub async fn grants(
     }
     let now = Timestamp::now();
     let task = task_key(&owner, &body.task);
-    let mut hinter = lock(&state);
-    hinter.grant(&task);
-    state.journal(&CallEvent {
-        at: now,
-        kind: "grant".to_owned(),
-        subject: task,
-        body: json!({"by": caller.id}).to_string(),
-    });
+    let journaled = {
+        let mut hinter = lock(&state);
+        hinter.grant(&task);
+        state.journal(CallEvent {
+            at: now,
+            kind: "grant".to_owned(),
+            subject: task,
+            body: json!({"by": caller.id}).to_string(),
+        })
+    };
+    journaled.written().await;
     Ok(Json(GrantAnswer {
         task: body.task,
         caller: owner,

@@ -1,4 +1,8 @@
 //! A server per test, and a small client.
+//!
+//! The ledger is a `SQLite` file in the test's folder, or, when `BACKSTOP_TEST_HTTP_POSTGRES`
+//! names a database as a `postgres://` URL (`.ci/run` sets it for a second run of this suite),
+//! a schema of its own in that database, opened from a URL as `backstop serve --db` opens it.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -8,7 +12,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use backstop_server::catalog::Catalog;
 use backstop_server::config::{ApiKey, Limits, Role, hash_key};
 use backstop_server::{AppState, Config};
-use backstop_store::SqliteStore;
+use backstop_store::{SqliteStore, Store};
 use serde_json::Value;
 
 /// The agent's key (caller `agent-a`), another agent's (`agent-b`) and the operator's.
@@ -22,6 +26,8 @@ pub struct Server {
     pub address: SocketAddr,
     pub state: Arc<AppState>,
     pub dir: PathBuf,
+    /// The `PostgreSQL` schema holding the ledger, when the suite runs on `PostgreSQL`.
+    schema: Option<String>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -35,6 +41,47 @@ impl Drop for Server {
             let _ = thread.join();
         }
         let _ = std::fs::remove_dir_all(&self.dir);
+        if let Some(schema) = &self.schema {
+            postgres_ledger::drop_schema(schema);
+        }
+    }
+}
+
+/// The suite on `PostgreSQL`: a schema per ledger path, in the database the environment names.
+mod postgres_ledger {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    use std::path::Path;
+
+    /// The environment variable naming the database (`postgres://user@host:port/db`).
+    pub const ENV: &str = "BACKSTOP_TEST_HTTP_POSTGRES";
+
+    /// The database URL, when the suite runs on `PostgreSQL`.
+    pub fn base() -> Option<String> {
+        std::env::var(ENV).ok().filter(|v| !v.trim().is_empty())
+    }
+
+    /// The schema standing for the `SQLite` file `path` (the same path, the same schema, so a
+    /// restart finds its ledger), created if new, and the URL that opens it.
+    pub fn schema_for(base: &str, path: &Path) -> (String, String) {
+        let mut hasher = DefaultHasher::new();
+        path.hash(&mut hasher);
+        let schema = format!("backstop_http_{:016x}", hasher.finish());
+        let mut admin = postgres::Client::connect(base, postgres::NoTls)
+            .unwrap_or_else(|e| panic!("{ENV}={base}: {e}"));
+        admin
+            .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
+            .unwrap();
+        let separator = if base.contains('?') { '&' } else { '?' };
+        let url = format!("{base}{separator}options=-c%20search_path%3D{schema}");
+        (schema, url)
+    }
+
+    pub fn drop_schema(schema: &str) {
+        if let Some(base) = base()
+            && let Ok(mut admin) = postgres::Client::connect(&base, postgres::NoTls)
+        {
+            let _ = admin.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
+        }
     }
 }
 
@@ -79,9 +126,17 @@ pub fn start_with(change: impl FnOnce(&mut Config)) -> Server {
 }
 
 /// A server for `config`; `config_path` is what a reload reads.
-pub fn start_config(config: Config, config_path: Option<PathBuf>, dir: PathBuf) -> Server {
+pub fn start_config(mut config: Config, config_path: Option<PathBuf>, dir: PathBuf) -> Server {
     let catalog = Catalog::load(&config).unwrap_or_else(|issues| panic!("{issues:?}"));
-    let store = Arc::new(SqliteStore::open(&config.db).unwrap());
+    let (store, schema): (Arc<dyn Store>, Option<String>) = match postgres_ledger::base() {
+        Some(base) => {
+            let (schema, url) = postgres_ledger::schema_for(&base, &config.db);
+            config.db = PathBuf::from(&url);
+            let store = backstop_store::open(&url).unwrap_or_else(|e| panic!("{url}: {e}"));
+            (Arc::from(store), Some(schema))
+        }
+        None => (Arc::new(SqliteStore::open(&config.db).unwrap()), None),
+    };
     let state = Arc::new(
         AppState::new(config, config_path, catalog, store, jiff::Timestamp::now()).unwrap(),
     );
@@ -108,6 +163,7 @@ pub fn start_config(config: Config, config_path: Option<PathBuf>, dir: PathBuf) 
         address: address.recv().unwrap(),
         state: shared,
         dir,
+        schema,
         stop: Some(stop),
         thread: Some(thread),
     }

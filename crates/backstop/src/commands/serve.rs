@@ -53,13 +53,21 @@ pub fn run(args: &ServeArgs, out: &mut impl Write, err: &mut impl Write) -> io::
         let jobs: Vec<String> = catalog.packs.keys().cloned().collect();
         let open = config.keys.is_empty();
         let db = shown;
-        let state = match AppState::new(
-            config,
-            args.config.clone(),
-            catalog,
-            Arc::from(store),
-            Timestamp::now(),
-        ) {
+        // Building the state reads the ledger (the journal replay): never on an async worker,
+        // where the PostgreSQL client cannot block.
+        let config_path = args.config.clone();
+        let built = tokio::task::spawn_blocking(move || {
+            AppState::new(
+                config,
+                config_path,
+                catalog,
+                Arc::from(store),
+                Timestamp::now(),
+            )
+        })
+        .await
+        .map_err(io::Error::other)?;
+        let state = match built {
             Ok(state) => Arc::new(state),
             Err(e) => {
                 writeln!(err, "backstop: the ledger failed: {e}")?;

@@ -21,6 +21,7 @@
 //! - `serve_cmd`: `serve` as a process: health and readiness, SIGTERM with a request in flight,
 //!   SIGHUP reloads, API keys and roles, refused configs, `config check|hash-key`, JSON logs,
 //!   and no acknowledged attempt lost to a SIGKILL
+//! - `serve_postgres`: `serve --db postgres://...` as a process: calls, decisions, a restart
 //!
 //! Snapshots are in `snapshots/`; accept new ones with `INSTA_UPDATE=always` and read them.
 
@@ -35,6 +36,7 @@ mod pack_cmd;
 mod replay;
 mod rules_cmd;
 mod serve_cmd;
+mod serve_postgres;
 mod simulate;
 mod strategies;
 mod support;

@@ -24,13 +24,13 @@ const START_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long a stop, a refusal or a reload may take.
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(10);
 
-const VENDOR: &str = "vendor-risk.toml";
+pub(crate) const VENDOR: &str = "vendor-risk.toml";
 const COMPANY: &str = "company-classification.toml";
 const PO: &str = "po-acknowledgement.toml";
 
 /// A `backstop serve` process; killed if a test ends (or panics) without stopping it.
 #[derive(Debug)]
-struct Server {
+pub(crate) struct Server {
     child: Child,
     /// The address it listens on, from its `listening` line.
     address: String,
@@ -44,7 +44,7 @@ impl Server {
     /// `/healthz` to answer, as a supervisor's readiness check would (signals sent right after
     /// the line can come before the handlers exist: see
     /// [`signals_right_after_the_listening_line_are_handled`]).
-    fn start(dir: &Path, args: &[&str]) -> Server {
+    pub(crate) fn start(dir: &Path, args: &[&str]) -> Server {
         let server = Server::start_unchecked(dir, args);
         let agent = client();
         let deadline = Instant::now() + START_TIMEOUT;
@@ -125,7 +125,7 @@ impl Server {
     }
 
     /// Everything written to stderr so far.
-    fn stderr(&self) -> String {
+    pub(crate) fn stderr(&self) -> String {
         self.stderr
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -174,7 +174,7 @@ impl Server {
     }
 
     /// SIGTERM, then [`Server::wait`].
-    fn stop(&mut self) -> (Option<i32>, String) {
+    pub(crate) fn stop(&mut self) -> (Option<i32>, String) {
         self.signal("TERM");
         self.wait()
     }
@@ -252,13 +252,13 @@ fn serve_refused(dir: &Path, args: &[&str]) -> Run {
 /// A temp dir with `packs/` holding copies of the named shipped packs and `backstop.toml`: a
 /// loopback listen on any port, `ledger.db`, the `packs` folder and `extra`.
 #[derive(Debug)]
-struct Setup {
+pub(crate) struct Setup {
     dir: TempDir,
     config: PathBuf,
 }
 
 impl Setup {
-    fn new(tag: &str, packs: &[&str], extra: &str) -> Setup {
+    pub(crate) fn new(tag: &str, packs: &[&str], extra: &str) -> Setup {
         let dir = TempDir::new(tag);
         std::fs::create_dir(dir.path().join("packs")).expect("the packs folder can be created");
         let setup = Setup {
@@ -290,7 +290,7 @@ impl Setup {
     }
 
     /// `serve --config backstop.toml ARGS`.
-    fn start(&self, args: &[&str]) -> Server {
+    pub(crate) fn start(&self, args: &[&str]) -> Server {
         let mut all = vec!["--config", arg(&self.config)];
         all.extend_from_slice(args);
         Server::start(self.dir.path(), &all)
@@ -347,7 +347,7 @@ fn json_reply(what: &str, reply: Result<(u16, String), ureq::Error>) -> (u16, Va
 }
 
 #[track_caller]
-fn get(server: &Server, path: &str, key: Option<&str>) -> (u16, Value) {
+pub(crate) fn get(server: &Server, path: &str, key: Option<&str>) -> (u16, Value) {
     json_reply(
         &format!("GET {path}"),
         get_raw(&client(), &server.url(path), key),
@@ -355,7 +355,7 @@ fn get(server: &Server, path: &str, key: Option<&str>) -> (u16, Value) {
 }
 
 #[track_caller]
-fn post(server: &Server, path: &str, key: Option<&str>, body: &Value) -> (u16, Value) {
+pub(crate) fn post(server: &Server, path: &str, key: Option<&str>, body: &Value) -> (u16, Value) {
     json_reply(
         &format!("POST {path}"),
         post_raw(&client(), &server.url(path), key, &body.to_string()),
@@ -364,7 +364,7 @@ fn post(server: &Server, path: &str, key: Option<&str>, body: &Value) -> (u16, V
 
 /// The jobs `/readyz` lists.
 #[track_caller]
-fn ready_jobs(server: &Server) -> Vec<String> {
+pub(crate) fn ready_jobs(server: &Server) -> Vec<String> {
     let (status, ready) = get(server, "/readyz", None);
     assert_eq!(status, 200, "{ready}");
     assert_eq!(ready["status"], "ready", "{ready}");
@@ -382,7 +382,7 @@ fn undecided(execution_id: &str, case: &str) -> Value {
 }
 
 /// A vendor-risk request quoting `text` for `data_access`.
-fn vendor(execution_id: &str, case: &str, text: &str) -> Value {
+pub(crate) fn vendor(execution_id: &str, case: &str, text: &str) -> Value {
     json!({
         "execution_id": execution_id,
         "case": {"id": case},
