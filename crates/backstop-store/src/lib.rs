@@ -140,7 +140,8 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 pub struct CallEvent {
     /// When it happened.
     pub at: Timestamp,
-    /// `failure`, `success`, `grant` or `reset`.
+    /// `failure` (of a task), `success` and `tool_failure` (of a tool), `grant` or
+    /// `task_success` (a task's counters start again).
     pub kind: String,
     /// The task or tool it concerns.
     pub subject: String,

@@ -388,3 +388,34 @@ fn the_attempts_a_step_shows_are_the_attempts_it_used() {
         (0, 2)
     );
 }
+
+#[test]
+fn a_task_success_resets_its_counters_but_never_lifts_a_policy_stop() {
+    let mut h = hinter();
+    let transient = failure(r#"{"http_status": 503}"#);
+    let ctx = Context::default();
+    h.next("t", &transient, &ctx, t(0));
+    assert_eq!(h.next("t", &transient, &ctx, t(1)).attempts.class_used, 2);
+    h.record_task_success("t");
+    let after = h.next("t", &transient, &ctx, t(2));
+    assert_eq!(
+        (after.attempts.class_used, after.attempts.task_used),
+        (1, 1)
+    );
+
+    let denial = failure(r#"{"message": "blocked by sandbox policy"}"#);
+    assert_eq!(
+        h.next("d", &denial, &on("shell"), t(0)).action,
+        Action::Stop
+    );
+    h.record_task_success("d");
+    let step = h.next("d", &transient, &on("python"), t(1));
+    assert_eq!(step.action, Action::Stop, "{}", step.reason);
+
+    // A success of a task never seen is nothing to reset.
+    h.record_task_success("never");
+    assert_eq!(
+        h.next("never", &transient, &ctx, t(3)).attempts.class_used,
+        1
+    );
+}

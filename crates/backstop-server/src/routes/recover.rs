@@ -109,6 +109,10 @@ pub async fn recover(
 pub struct OutcomeBody {
     /// The tool.
     tool: String,
+    /// The caller's task the call was made for: a success resets the task's failure counters
+    /// (never a policy denial's stop). A failure of a task goes to `/v1/recover`.
+    #[serde(default)]
+    task: Option<String>,
     /// `success` or `failure`.
     outcome: OutcomeKind,
     /// A failure's class (default `transient`); a success has none.
@@ -150,7 +154,7 @@ pub struct ToolList {
     security(("key" = [])))]
 pub async fn outcomes(
     State(state): State<Arc<AppState>>,
-    _caller: Caller,
+    caller: Caller,
     JsonBody(value): JsonBody,
 ) -> Result<Json<ToolView>, ApiError> {
     let body: OutcomeBody = typed(value)?;
@@ -158,6 +162,16 @@ pub async fn outcomes(
     check_name(&body.tool, "tool", &mut issues);
     if body.outcome == OutcomeKind::Success && body.class.is_some() {
         issues.push(Issue::new("class", "unexpected", "a success has no class"));
+    }
+    if let Some(task) = &body.task {
+        check_name(task, "task", &mut issues);
+        if body.outcome == OutcomeKind::Failure {
+            issues.push(Issue::new(
+                "task",
+                "unexpected",
+                "a task's failure is reported to /v1/recover, which counts it and answers the next step",
+            ));
+        }
     }
     if !issues.is_empty() {
         return Err(ApiError::malformed(issues));
@@ -182,9 +196,26 @@ pub async fn outcomes(
             subject: body.tool.clone(),
             body: json!({"class": class}).to_string(),
         });
-        (tool_view(&hinter, &body.tool, now), journaled)
+        let task_journaled = body.task.as_deref().map(|task| {
+            let task = task_key(&caller.id, task);
+            hinter.record_task_success(&task);
+            state.journal(CallEvent {
+                at: now,
+                kind: "task_success".to_owned(),
+                subject: task,
+                body: "{}".to_owned(),
+            })
+        });
+        (
+            tool_view(&hinter, &body.tool, now),
+            (journaled, task_journaled),
+        )
     };
+    let (journaled, task_journaled) = journaled;
     journaled.written().await;
+    if let Some(task_journaled) = task_journaled {
+        task_journaled.written().await;
+    }
     Ok(Json(view))
 }
 
@@ -288,6 +319,7 @@ pub fn apply_event(hinter: &mut Hinter, event: &CallEvent) {
             hinter.record_failure(&event.subject, class, event.at);
         }
         "grant" => hinter.grant(&event.subject),
+        "task_success" => hinter.record_task_success(&event.subject),
         other => tracing::warn!(kind = other, "an unknown call event was skipped"),
     }
 }

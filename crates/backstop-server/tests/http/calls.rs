@@ -125,3 +125,60 @@ fn a_tool_name_cannot_carry_control_characters() {
         (400, "malformed".to_owned())
     );
 }
+
+#[test]
+fn a_task_success_resets_its_counters_survives_a_restart_and_lifts_no_stop() {
+    let server = start();
+    let failure =
+        json!({"task": "t1", "report": {"http_status": 503}, "context": {"tool": "search"}});
+    server.post("/v1/recover", Some(AGENT_A), &failure);
+    let second = server.post("/v1/recover", Some(AGENT_A), &failure).json();
+    assert_eq!(second["attempts"]["class_used"], 2, "{second}");
+    let success = json!({"tool": "search", "outcome": "success", "task": "t1"});
+    let answer = server.post("/v1/outcomes", Some(AGENT_A), &success);
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    let after = server.post("/v1/recover", Some(AGENT_A), &failure).json();
+    assert_eq!(after["attempts"]["class_used"], 1, "{after}");
+
+    // A policy denial's stop stays after a success.
+    let denied = json!({"task": "t2", "report": {"http_status": 403, "error_code": "content_policy_violation"}});
+    server.post("/v1/recover", Some(AGENT_A), &denied);
+    let success_t2 = json!({"tool": "search", "outcome": "success", "task": "t2"});
+    server.post("/v1/outcomes", Some(AGENT_A), &success_t2);
+    let later = json!({"task": "t2", "report": {"http_status": 503}});
+    assert_eq!(
+        server.post("/v1/recover", Some(AGENT_A), &later).json()["action"],
+        "stop"
+    );
+
+    // A task's failure belongs to /v1/recover; a bad task name is refused. Nothing counted.
+    let failed = json!({"tool": "search", "outcome": "failure", "task": "t1"});
+    let refused = server.post("/v1/outcomes", Some(AGENT_A), &failed);
+    assert_eq!(
+        (refused.status, refused.refused()),
+        (400, "malformed".to_owned())
+    );
+    let bad = json!({"tool": "search", "outcome": "success", "task": ""});
+    assert_eq!(server.post("/v1/outcomes", Some(AGENT_A), &bad).status, 400);
+
+    // The reset is journaled: a second server on the same ledger counts from it.
+    let mut config = backstop_server::Config {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        db: server.dir.join("ledger.db"),
+        packs: vec![crate::support::packs_dir()],
+        ..backstop_server::Config::default()
+    };
+    config.keys = vec![crate::support::key(
+        AGENT_A,
+        "agent-a",
+        backstop_server::config::Role::Agent,
+    )];
+    let scratch =
+        std::env::temp_dir().join(format!("backstop-http-task-reset-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).unwrap();
+    let restarted = start_config(config, None, scratch);
+    let next = restarted
+        .post("/v1/recover", Some(AGENT_A), &failure)
+        .json();
+    assert_eq!(next["attempts"]["class_used"], 2, "{next}");
+}

@@ -260,6 +260,25 @@ impl Hinter {
         self.tasks.pop(task);
     }
 
+    /// The task's call succeeded: its failure counters start again from nothing. A policy
+    /// denial's stop stays (a success of another call lifts no prohibition), and so do an
+    /// operator's grants not yet used.
+    pub fn record_task_success(&mut self, task: &str) {
+        let Some(state) = self.tasks.get_mut(task) else {
+            return;
+        };
+        let kept = TaskState {
+            denied: state.denied.take(),
+            operator_grants: state.operator_grants,
+            ..TaskState::default()
+        };
+        if kept.denied.is_none() && kept.operator_grants == 0 {
+            self.tasks.pop(task);
+        } else {
+            *state = kept;
+        }
+    }
+
     /// An operator grants one retry to the task's next unclassified failure.
     pub fn grant(&mut self, task: &str) {
         if !self.tasks.contains(task) {
