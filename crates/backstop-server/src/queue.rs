@@ -5,16 +5,21 @@
 //! blocking threads contending for its lock are served in no order, and some wait far longer
 //! than the rest; one thread taking work from a queue serves it in arrival order, stays busy
 //! while there is work, and leaves the async workers free (no database call ever runs on one).
-//! Journal events are queued under the hinter's lock, so they reach the ledger in the order the
-//! hinter applied them, and replaying the journal rebuilds the same state.
+//!
+//! The call journal is the call-level state's source of truth, shared by every process on the
+//! ledger. This thread follows it: to journal an event it appends it and reads back every
+//! event after its position (other processes' too), in the journal's one order, and applies
+//! them all to the hinter before it answers, so the answer reflects everything any process
+//! recorded before it. Reads catch up the same way first.
 
-use std::sync::Arc;
 use std::sync::mpsc::{self, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
 use std::thread;
 
 use backstop_core::case::Request;
 use backstop_core::pack::Pack;
-use backstop_store::{CallEvent, Reply, Store, StoreError};
+use backstop_core::recover::{Hinter, Step};
+use backstop_store::{CallEvent, JournalEntry, Reply, Store, StoreError};
 use jiff::Timestamp;
 use tokio::sync::oneshot;
 
@@ -27,26 +32,31 @@ enum Job {
         request: Request,
         answer: oneshot::Sender<(Result<Reply, StoreError>, std::time::Duration)>,
     },
-    /// One call-journal event.
+    /// One call-journal event: journaled, then everything up to it applied to the hinter; the
+    /// answer is the step the event gave, if it was a task's failure.
     Journal {
         event: CallEvent,
+        answer: oneshot::Sender<Result<Option<Step>, StoreError>>,
+    },
+    /// Applies what other processes journaled since this one last looked.
+    CatchUp {
         answer: oneshot::Sender<Result<(), StoreError>>,
     },
 }
 
-/// Attempts waiting at most; past it a request is answered 503 at once rather than queued.
+/// Jobs waiting at most; past it a request is answered 503 at once rather than queued.
 pub const QUEUE_BOUND: usize = 4096;
 
-/// Why an attempt did not reach the ledger.
+/// Why a job did not reach the ledger.
 #[derive(Debug)]
 pub enum QueueError {
     /// The queue is full: the service is over its capacity.
     Full,
-    /// The attempt thread has stopped.
+    /// The ledger thread has stopped.
     Stopped,
 }
 
-/// The queue of attempts and the thread that runs them.
+/// The queue of attempts and journal events, and the thread that runs them.
 #[derive(Debug)]
 pub struct AttemptQueue {
     jobs: SyncSender<Job>,
@@ -63,37 +73,30 @@ impl std::fmt::Debug for Job {
                 .debug_struct("Journal")
                 .field("kind", &event.kind)
                 .finish_non_exhaustive(),
-        }
-    }
-}
-
-/// A journal event on its way to the ledger.
-#[derive(Debug)]
-pub struct JournalReceipt(Option<oneshot::Receiver<Result<(), StoreError>>>);
-
-impl JournalReceipt {
-    /// Waits until the event is written; a failure is logged, never fatal to the call.
-    pub async fn written(self) {
-        let Some(written) = self.0 else {
-            return;
-        };
-        match written.await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::error!(error = %e, "could not journal a call event"),
-            Err(_) => tracing::error!("could not journal a call event: the ledger thread stopped"),
+            Job::CatchUp { .. } => f.debug_struct("CatchUp").finish_non_exhaustive(),
         }
     }
 }
 
 impl AttemptQueue {
-    /// Starts the thread; it stops when the queue is dropped.
-    pub fn start(store: Arc<dyn Store>) -> std::io::Result<AttemptQueue> {
+    /// Starts the thread, following the journal from `position` into `hinter`; it stops when
+    /// the queue is dropped.
+    pub fn start(
+        store: Arc<dyn Store>,
+        hinter: Arc<Mutex<Hinter>>,
+        position: i64,
+    ) -> std::io::Result<AttemptQueue> {
         let (jobs, queued) = mpsc::sync_channel::<Job>(QUEUE_BOUND);
         thread::Builder::new()
             .name("backstop-attempts".to_owned())
             .spawn(move || {
+                let mut follower = Follower {
+                    store,
+                    hinter,
+                    position,
+                };
                 while let Ok(job) = queued.recv() {
-                    run(store.as_ref(), job);
+                    follower.run(job);
                 }
             })?;
         Ok(AttemptQueue { jobs })
@@ -114,63 +117,143 @@ impl AttemptQueue {
             request,
             answer,
         };
-        self.jobs.try_send(job).map_err(|e| match e {
-            TrySendError::Full(_) => QueueError::Full,
-            TrySendError::Disconnected(_) => QueueError::Stopped,
-        })?;
+        self.send(job)?;
         answered.await.map_err(|_| QueueError::Stopped)
     }
 
-    /// Queues a call-journal event without waiting; the receipt says when it is written. Call
-    /// it under the hinter's lock, so events keep the hinter's order.
-    pub fn journal(&self, event: CallEvent) -> JournalReceipt {
-        let (answer, written) = oneshot::channel();
-        match self.jobs.try_send(Job::Journal { event, answer }) {
-            Ok(()) => JournalReceipt(Some(written)),
-            Err(e) => {
-                let why = match e {
-                    TrySendError::Full(_) => "the ledger queue is full",
-                    TrySendError::Disconnected(_) => "the ledger thread stopped",
-                };
-                tracing::error!("could not journal a call event: {why}");
-                JournalReceipt(None)
+    /// Journals a call-level event and applies the journal up to it: the step it gave, if it
+    /// was a task's failure.
+    pub async fn journal(&self, event: CallEvent) -> Result<Option<Step>, JournalError> {
+        let (answer, answered) = oneshot::channel();
+        self.send(Job::Journal { event, answer })?;
+        answered
+            .await
+            .map_err(|_| JournalError::Queue(QueueError::Stopped))?
+            .map_err(JournalError::Store)
+    }
+
+    /// Applies what other processes journaled since this one last looked.
+    pub async fn catch_up(&self) -> Result<(), JournalError> {
+        let (answer, answered) = oneshot::channel();
+        self.send(Job::CatchUp { answer })?;
+        answered
+            .await
+            .map_err(|_| JournalError::Queue(QueueError::Stopped))?
+            .map_err(JournalError::Store)
+    }
+
+    fn send(&self, job: Job) -> Result<(), QueueError> {
+        self.jobs.try_send(job).map_err(|e| match e {
+            TrySendError::Full(_) => QueueError::Full,
+            TrySendError::Disconnected(_) => QueueError::Stopped,
+        })
+    }
+}
+
+/// Why the journal could not be followed.
+#[derive(Debug)]
+pub enum JournalError {
+    /// The queue refused the job.
+    Queue(QueueError),
+    /// The ledger failed.
+    Store(StoreError),
+}
+
+impl From<JournalError> for crate::error::ApiError {
+    fn from(error: JournalError) -> Self {
+        match error {
+            JournalError::Queue(QueueError::Full) => {
+                let mut busy = crate::error::ApiError::new(
+                    axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                    "busy",
+                    "too many calls are waiting for the ledger; nothing was counted: send the \
+                     same request again later",
+                );
+                busy.retry_after = Some(1);
+                busy
+            }
+            JournalError::Queue(QueueError::Stopped) => {
+                crate::error::ApiError::internal("the ledger thread", &"has stopped")
+            }
+            JournalError::Store(e) => {
+                crate::error::ApiError::internal("the call journal failed", &e)
             }
         }
     }
 }
 
-/// Runs one job on the ledger thread. A panic fails this job, not the thread.
-fn run(store: &dyn Store, job: Job) {
-    match job {
-        Job::Attempt {
-            pack,
-            caller,
-            request,
-            answer,
-        } => {
-            let started = std::time::Instant::now();
-            // The time is taken when the attempt runs, in arrival order, so the ledger's
-            // times never go backwards.
-            let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                store.decide(pack, &caller, request, Timestamp::now())
-            }))
-            .unwrap_or_else(|_| {
-                Err(StoreError::Database(
-                    "an attempt panicked; see the log".to_owned(),
-                ))
-            });
-            let _ = answer.send((reply, started.elapsed()));
-        }
-        Job::Journal { event, answer } => {
-            let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                store.append_event(&event)
-            }))
-            .unwrap_or_else(|_| {
-                Err(StoreError::Database(
-                    "journaling panicked; see the log".to_owned(),
-                ))
-            });
-            let _ = answer.send(written);
+impl From<QueueError> for JournalError {
+    fn from(error: QueueError) -> Self {
+        JournalError::Queue(error)
+    }
+}
+
+/// The ledger thread's state: the store, the hinter it keeps, and how far into the journal
+/// the hinter is.
+struct Follower {
+    store: Arc<dyn Store>,
+    hinter: Arc<Mutex<Hinter>>,
+    position: i64,
+}
+
+impl Follower {
+    /// Runs one job. A panic fails this job, not the thread.
+    fn run(&mut self, job: Job) {
+        match job {
+            Job::Attempt {
+                pack,
+                caller,
+                request,
+                answer,
+            } => {
+                let started = std::time::Instant::now();
+                // The time is taken when the attempt runs, in arrival order, so the ledger's
+                // times never go backwards.
+                let store = &self.store;
+                let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    store.decide(pack, &caller, request, Timestamp::now())
+                }))
+                .unwrap_or_else(|_| Err(panicked("an attempt")));
+                let _ = answer.send((reply, started.elapsed()));
+            }
+            Job::Journal { event, answer } => {
+                let step = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    let entries = self.store.journal(&event, self.position)?;
+                    Ok(self.apply(entries))
+                }))
+                .unwrap_or_else(|_| Err(panicked("journaling")));
+                let _ = answer.send(step);
+            }
+            Job::CatchUp { answer } => {
+                let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    let entries = self.store.journal_after(self.position)?;
+                    self.apply(entries);
+                    Ok(())
+                }))
+                .unwrap_or_else(|_| Err(panicked("catching up with the journal")));
+                let _ = answer.send(done);
+            }
         }
     }
+
+    /// Applies entries past the position, in order: the step of the last one, if it was a
+    /// task's failure.
+    fn apply(&mut self, entries: Vec<JournalEntry>) -> Option<Step> {
+        let mut hinter = self
+            .hinter
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut last = None;
+        for entry in entries {
+            if entry.id > self.position {
+                last = crate::routes::recover::apply_event(&mut hinter, &entry.event);
+                self.position = entry.id;
+            }
+        }
+        last
+    }
+}
+
+fn panicked(what: &str) -> StoreError {
+    StoreError::Database(format!("{what} panicked; see the log"))
 }

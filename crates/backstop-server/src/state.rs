@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 
 use backstop_core::recover::{Hinter, HinterOptions, strategy::StrategyTable};
-use backstop_store::{CallEvent, Store};
+use backstop_store::Store;
 use jiff::{SignedDuration, Timestamp};
 
 use crate::auth::Caller;
@@ -14,7 +14,7 @@ use crate::catalog::Catalog;
 use crate::config::{Config, Role};
 use crate::limits::RateLimiter;
 use crate::metrics::Metrics;
-use crate::queue::{AttemptQueue, JournalReceipt};
+use crate::queue::AttemptQueue;
 
 /// The hinter's jitter seed: fixed, so replaying the journal gives the same delays.
 pub const HINTER_SEED: u64 = 0x6261_636b_7374_6f70;
@@ -31,8 +31,9 @@ pub struct AppState {
     pub attempts: AttemptQueue,
     /// Packs and rules; swapped whole on a reload.
     pub catalog: RwLock<Arc<Catalog>>,
-    /// Per-task counters and per-tool health.
-    pub hinter: Mutex<Hinter>,
+    /// Per-task counters and per-tool health, as far into the call journal as the ledger
+    /// thread has followed it (it alone changes them).
+    pub hinter: Arc<Mutex<Hinter>>,
     /// API key hashes to callers; empty when the service is open.
     pub keys: HashMap<String, Caller>,
     /// Request limits.
@@ -72,19 +73,20 @@ impl AppState {
             StrategyTable::builtin(),
             HinterOptions { seed: HINTER_SEED },
         );
-        let events = store.events_since(now - REPLAY_WINDOW)?;
-        let replayed = events.len();
-        for event in events {
-            crate::routes::recover::apply_event(&mut hinter, &event);
+        let (entries, position) = store.events_since(now - REPLAY_WINDOW)?;
+        let replayed = entries.len();
+        for entry in entries {
+            crate::routes::recover::apply_event(&mut hinter, &entry.event);
         }
         tracing::info!(events = replayed, "call journal replayed into the hinter");
-        let attempts = AttemptQueue::start(Arc::clone(&store))
+        let hinter = Arc::new(Mutex::new(hinter));
+        let attempts = AttemptQueue::start(Arc::clone(&store), Arc::clone(&hinter), position)
             .map_err(|e| backstop_store::StoreError::Database(format!("cannot start: {e}")))?;
         Ok(AppState {
             attempts,
             store,
             catalog: RwLock::new(Arc::new(catalog)),
-            hinter: Mutex::new(hinter),
+            hinter,
             keys,
             limiter: RateLimiter::new(config.limits.rate_per_second, config.limits.burst),
             config,
@@ -122,12 +124,6 @@ impl AppState {
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(catalog);
         Ok(count)
-    }
-
-    /// Queues a call-level event for the journal (call it under the hinter's lock, and await
-    /// the receipt after releasing it); a failure to journal is logged, never fatal to the call.
-    pub fn journal(&self, event: CallEvent) -> JournalReceipt {
-        self.attempts.journal(event)
     }
 }
 

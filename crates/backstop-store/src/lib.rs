@@ -124,15 +124,33 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// resolved before `before`, and cases with nothing left.
     fn purge(&self, before: Timestamp) -> Result<Purged, StoreError>;
 
-    /// Appends one call-level event (a failure's step, an outcome, a grant), so the hinter's
-    /// counters can be rebuilt after a restart.
-    fn append_event(&self, event: &CallEvent) -> Result<(), StoreError>;
+    /// Appends one call-level event (a failure's step, an outcome, a grant) to the call
+    /// journal, and returns every event after `after` in journal order, the new one last.
+    ///
+    /// One writer at a time across every process on the ledger (the journal has one order,
+    /// and an event is visible only once every event before it is): a process that applies
+    /// what this returns, in order, has the state every other process has at that point.
+    fn journal(&self, event: &CallEvent, after: i64) -> Result<Vec<JournalEntry>, StoreError>;
 
-    /// The call-level events at or after `since`, oldest first.
-    fn events_since(&self, since: Timestamp) -> Result<Vec<CallEvent>, StoreError>;
+    /// The events after `after`, in journal order: what other processes journaled since.
+    fn journal_after(&self, after: i64) -> Result<Vec<JournalEntry>, StoreError>;
+
+    /// The call-level events at or after `since`, in journal order, and the journal's last
+    /// position (0 when it is empty): a process starts from there.
+    fn events_since(&self, since: Timestamp) -> Result<(Vec<JournalEntry>, i64), StoreError>;
 
     /// Whether the store answers: a cheap read.
     fn ping(&self) -> Result<(), StoreError>;
+}
+
+/// A call-level event and its position in the journal (positions only grow, even across a
+/// purge).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JournalEntry {
+    /// Its position.
+    pub id: i64,
+    /// The event.
+    pub event: CallEvent,
 }
 
 /// One call-level event, as the service journals it.

@@ -1,8 +1,10 @@
 //! The call level: `POST /v1/recover`, `POST /v1/outcomes`, `GET /v1/tools`, `POST /v1/grants`.
 //!
-//! Each call that changes the hinter is queued for the journal as it is applied, under the
-//! hinter's lock (the ledger thread writes events in that order, so replaying the journal at
-//! start rebuilds the same counters); the answer goes out once the event is written.
+//! Each call that changes the call-level state is an event in the call journal, which every
+//! process on the ledger shares: the ledger thread journals it, applies the journal up to it
+//! (other processes' events too, in the journal's one order) and the answer comes from that
+//! state. Reads catch up with the journal first. So a breaker opened, a task stopped or a
+//! count spent through one server is what the next answer of any server reflects.
 
 use std::sync::Arc;
 
@@ -88,18 +90,16 @@ pub async fn recover(
     let classification = classify(&state.catalog().rules, &report, now);
     // A task is the caller's own: another caller's task of the same name is another task.
     let task = task_key(&caller.id, &body.task);
-    let (step, journaled) = {
-        let mut hinter = lock(&state);
-        let step = hinter.next(&task, &classification, &context, now);
-        let journaled = state.journal(CallEvent {
+    let step = state
+        .attempts
+        .journal(CallEvent {
             at: now,
             kind: "failure".to_owned(),
             subject: task,
             body: serde_json::to_string(&redacted(classification, context)).unwrap_or_default(),
-        });
-        (step, journaled)
-    };
-    journaled.written().await;
+        })
+        .await?
+        .ok_or_else(|| ApiError::internal("the call journal", &"gave no step for a failure"))?;
     Ok(Json(step))
 }
 
@@ -178,44 +178,31 @@ pub async fn outcomes(
     }
     let class = body.class.unwrap_or(Class::Transient);
     let now = Timestamp::now();
-    let (view, journaled) = {
-        let mut hinter = lock(&state);
-        let kind = match body.outcome {
-            OutcomeKind::Success => {
-                hinter.record_success(&body.tool, now);
-                "success"
-            }
-            OutcomeKind::Failure => {
-                hinter.record_failure(&body.tool, class, now);
-                "tool_failure"
-            }
-        };
-        let journaled = state.journal(CallEvent {
+    let kind = match body.outcome {
+        OutcomeKind::Success => "success",
+        OutcomeKind::Failure => "tool_failure",
+    };
+    state
+        .attempts
+        .journal(CallEvent {
             at: now,
             kind: kind.to_owned(),
             subject: body.tool.clone(),
             body: json!({"class": class}).to_string(),
-        });
-        let task_journaled = body.task.as_deref().map(|task| {
-            let task = task_key(&caller.id, task);
-            hinter.record_task_success(&task);
-            state.journal(CallEvent {
+        })
+        .await?;
+    if let Some(task) = body.task.as_deref() {
+        state
+            .attempts
+            .journal(CallEvent {
                 at: now,
                 kind: "task_success".to_owned(),
-                subject: task,
+                subject: task_key(&caller.id, task),
                 body: "{}".to_owned(),
             })
-        });
-        (
-            tool_view(&hinter, &body.tool, now),
-            (journaled, task_journaled),
-        )
-    };
-    let (journaled, task_journaled) = journaled;
-    journaled.written().await;
-    if let Some(task_journaled) = task_journaled {
-        task_journaled.written().await;
+            .await?;
     }
+    let view = tool_view(&lock(&state), &body.tool, now);
     Ok(Json(view))
 }
 
@@ -223,7 +210,11 @@ pub async fn outcomes(
 #[utoipa::path(get, path = "/v1/tools", tag = "calls",
     responses((status = 200, body = ToolList), (status = "4XX", body = backstop_core::case::Refusal)),
     security(("key" = [])))]
-pub async fn tools(State(state): State<Arc<AppState>>, _caller: Caller) -> Json<ToolList> {
+pub async fn tools(
+    State(state): State<Arc<AppState>>,
+    _caller: Caller,
+) -> Result<Json<ToolList>, ApiError> {
+    state.attempts.catch_up().await?;
     let now = Timestamp::now();
     let hinter = lock(&state);
     let tools = hinter
@@ -231,7 +222,7 @@ pub async fn tools(State(state): State<Arc<AppState>>, _caller: Caller) -> Json<
         .iter()
         .map(|tool| tool_view(&hinter, tool, now))
         .collect();
-    Json(ToolList { tools })
+    Ok(Json(ToolList { tools }))
 }
 
 /// An operator's grant of one retry.
@@ -278,17 +269,15 @@ pub async fn grants(
     }
     let now = Timestamp::now();
     let task = task_key(&owner, &body.task);
-    let journaled = {
-        let mut hinter = lock(&state);
-        hinter.grant(&task);
-        state.journal(CallEvent {
+    state
+        .attempts
+        .journal(CallEvent {
             at: now,
             kind: "grant".to_owned(),
             subject: task,
             body: json!({"by": caller.id}).to_string(),
         })
-    };
-    journaled.written().await;
+        .await?;
     Ok(Json(GrantAnswer {
         task: body.task,
         caller: owner,
@@ -297,18 +286,17 @@ pub async fn grants(
     }))
 }
 
-/// Applies one journaled event to a hinter, as the route that journaled it did.
-pub fn apply_event(hinter: &mut Hinter, event: &CallEvent) {
+/// Applies one journaled event to a hinter: the step a task's failure gives.
+pub fn apply_event(hinter: &mut Hinter, event: &CallEvent) -> Option<Step> {
     match event.kind.as_str() {
         "failure" => {
-            if let Ok(failure) = serde_json::from_str::<FailureEvent>(&event.body) {
-                hinter.next(
-                    &event.subject,
-                    &failure.classification,
-                    &failure.context,
-                    event.at,
-                );
-            }
+            let failure = serde_json::from_str::<FailureEvent>(&event.body).ok()?;
+            return Some(hinter.next(
+                &event.subject,
+                &failure.classification,
+                &failure.context,
+                event.at,
+            ));
         }
         "success" => hinter.record_success(&event.subject, event.at),
         "tool_failure" => {
@@ -322,6 +310,7 @@ pub fn apply_event(hinter: &mut Hinter, event: &CallEvent) {
         "task_success" => hinter.record_task_success(&event.subject),
         other => tracing::warn!(kind = other, "an unknown call event was skipped"),
     }
+    None
 }
 
 fn tool_view(hinter: &Hinter, tool: &str, now: Timestamp) -> ToolView {

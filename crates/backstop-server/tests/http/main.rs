@@ -1,11 +1,12 @@
 //! The service over a real socket: every route, every refusal, the auth boundaries.
 //!
 //! Each test starts its own server on `127.0.0.1:0` with a fresh ledger, on a runtime of its
-//! own, and talks to it with a blocking HTTP client.
+//! own, and talks to it with a blocking HTTP client; `fleet` starts two on one ledger.
 
 mod auth;
 mod calls;
 mod cases;
+mod fleet;
 mod limits;
 mod openapi;
 mod support;

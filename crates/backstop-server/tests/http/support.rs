@@ -26,6 +26,8 @@ pub struct Server {
     pub address: SocketAddr,
     pub state: Arc<AppState>,
     pub dir: PathBuf,
+    /// The ledger's path as the test gave it (on `PostgreSQL`, the schema stands for it).
+    pub ledger: PathBuf,
     /// The `PostgreSQL` schema holding the ledger, when the suite runs on `PostgreSQL`.
     schema: Option<String>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
@@ -128,6 +130,7 @@ pub fn start_with(change: impl FnOnce(&mut Config)) -> Server {
 /// A server for `config`; `config_path` is what a reload reads.
 pub fn start_config(mut config: Config, config_path: Option<PathBuf>, dir: PathBuf) -> Server {
     let catalog = Catalog::load(&config).unwrap_or_else(|issues| panic!("{issues:?}"));
+    let ledger = config.db.clone();
     let (store, schema): (Arc<dyn Store>, Option<String>) = match postgres_ledger::base() {
         Some(base) => {
             let (schema, url) = postgres_ledger::schema_for(&base, &config.db);
@@ -163,10 +166,19 @@ pub fn start_config(mut config: Config, config_path: Option<PathBuf>, dir: PathB
         address: address.recv().unwrap(),
         state: shared,
         dir,
+        ledger,
         schema,
         stop: Some(stop),
         thread: Some(thread),
     }
+}
+
+/// A second server on the same ledger as `server` (another process of the fleet, say), with
+/// the same keys and packs.
+pub fn start_beside(server: &Server) -> Server {
+    let mut config = server.state.config.clone();
+    config.db.clone_from(&server.ledger);
+    start_config(config, None, temp_dir())
 }
 
 pub fn key(plain: &str, caller: &str, role: Role) -> ApiKey {

@@ -18,7 +18,8 @@ use jiff::Timestamp;
 use postgres::{Client, NoTls};
 
 use crate::{
-    CallEvent, CaseRecord, Purged, Reply, Resolution, ReviewFilter, ReviewItem, Store, StoreError,
+    CallEvent, CaseRecord, JournalEntry, Purged, Reply, Resolution, ReviewFilter, ReviewItem,
+    Store, StoreError,
 };
 
 mod ledger;
@@ -28,6 +29,8 @@ mod schema;
 /// The `PostgreSQL` store.
 pub struct PostgresStore {
     client: Mutex<Client>,
+    /// The call journal's statements, prepared once: each call is then one round trip.
+    journal: queries::JournalStatements,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -43,8 +46,10 @@ impl PostgresStore {
         let mut client = Client::connect(config, NoTls)
             .map_err(|e| StoreError::Database(format!("cannot connect to PostgreSQL: {e}")))?;
         schema::migrate(&mut client)?;
+        let journal = queries::JournalStatements::prepare(&mut client)?;
         Ok(Self {
             client: Mutex::new(client),
+            journal,
         })
     }
 
@@ -98,11 +103,15 @@ impl Store for PostgresStore {
         self.with(|client| queries::purge(client, before))
     }
 
-    fn append_event(&self, event: &CallEvent) -> Result<(), StoreError> {
-        self.with(|client| queries::append_event(client, event))
+    fn journal(&self, event: &CallEvent, after: i64) -> Result<Vec<JournalEntry>, StoreError> {
+        self.with(|client| queries::journal(client, &self.journal, event, after))
     }
 
-    fn events_since(&self, since: Timestamp) -> Result<Vec<CallEvent>, StoreError> {
+    fn journal_after(&self, after: i64) -> Result<Vec<JournalEntry>, StoreError> {
+        self.with(|client| queries::journal_after(client, after))
+    }
+
+    fn events_since(&self, since: Timestamp) -> Result<(Vec<JournalEntry>, i64), StoreError> {
         self.with(|client| queries::events_since(client, since))
     }
 

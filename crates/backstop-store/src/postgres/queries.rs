@@ -1,14 +1,14 @@
 //! Cases, review items, call events and the retention purge, in `PostgreSQL`.
 
 use jiff::Timestamp;
-use postgres::{Client, Row};
+use postgres::{Client, Row, Statement};
 
 use super::ledger::attempts;
 use super::uint;
 use crate::codec::timestamp;
 use crate::{
-    CallEvent, CaseRecord, CycleAttempt, Purged, Resolution, ResolvedBy, ReviewFilter, ReviewItem,
-    StoreError,
+    CallEvent, CaseRecord, CycleAttempt, JournalEntry, Purged, Resolution, ResolvedBy,
+    ReviewFilter, ReviewItem, StoreError,
 };
 
 const REVIEW_COLUMNS: &str = "id, caller, job, case_id, lane, escalation, reason, opened_at, \
@@ -152,32 +152,87 @@ pub fn purge(client: &mut Client, before: Timestamp) -> Result<Purged, StoreErro
     })
 }
 
-pub fn append_event(client: &mut Client, event: &CallEvent) -> Result<(), StoreError> {
-    client.execute(
-        "INSERT INTO events (at, kind, subject, body) VALUES ($1, $2, $3, $4)",
+/// The call journal's statement, prepared once per connection.
+#[derive(Debug, Clone)]
+pub struct JournalStatements {
+    append: Statement,
+}
+
+impl JournalStatements {
+    pub fn prepare(client: &mut Client) -> Result<Self, StoreError> {
+        Ok(Self {
+            // `backstop_journal` takes the journal's lock, inserts, then reads (see the schema).
+            append: client.prepare(
+                "SELECT id, at, kind, subject, body FROM backstop_journal($1, $2, $3, $4, $5)",
+            )?,
+        })
+    }
+}
+
+/// Appends `event` and reads every event after `after`, in one statement (one transaction,
+/// one round trip) holding the journal's advisory lock: ids are taken and committed in lock
+/// order, so the journal has one order across processes and a reader never sees an event
+/// before an earlier one commits.
+pub fn journal(
+    client: &mut Client,
+    statements: &JournalStatements,
+    event: &CallEvent,
+    after: i64,
+) -> Result<Vec<JournalEntry>, StoreError> {
+    entries(&client.query(
+        &statements.append,
         &[
             &event.at.as_millisecond(),
             &event.kind,
             &event.subject,
             &event.body,
+            &after,
         ],
-    )?;
-    Ok(())
+    )?)
 }
 
-pub fn events_since(client: &mut Client, since: Timestamp) -> Result<Vec<CallEvent>, StoreError> {
-    client
-        .query(
-            "SELECT at, kind, subject, body FROM events WHERE at >= $1 ORDER BY id",
-            &[&since.as_millisecond()],
+/// The events after `after`, in journal order.
+pub fn journal_after(client: &mut Client, after: i64) -> Result<Vec<JournalEntry>, StoreError> {
+    // Prepared anew each time, so planned for this position (a generic plan of `id > $1`
+    // scans and sorts the whole table).
+    entries(&client.query(
+        "SELECT id, at, kind, subject, body FROM events WHERE id > $1 ORDER BY id",
+        &[&after],
+    )?)
+}
+
+/// The events at or after `since`, and the journal's last position, read together.
+pub fn events_since(
+    client: &mut Client,
+    since: Timestamp,
+) -> Result<(Vec<JournalEntry>, i64), StoreError> {
+    let mut tx = client.build_transaction().read_only(true).start()?;
+    // The sequence's last value, not MAX(id): a purge may have emptied the table.
+    let last: i64 = tx
+        .query_one(
+            "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM events_id_seq",
+            &[],
         )?
-        .iter()
+        .get(0);
+    let entries = entries(&tx.query(
+        "SELECT id, at, kind, subject, body FROM events WHERE at >= $1 AND id <= $2 ORDER BY id",
+        &[&since.as_millisecond(), &last],
+    )?)?;
+    tx.commit()?;
+    Ok((entries, last))
+}
+
+fn entries(rows: &[Row]) -> Result<Vec<JournalEntry>, StoreError> {
+    rows.iter()
         .map(|row| {
-            Ok(CallEvent {
-                at: timestamp(row.get(0))?,
-                kind: row.get(1),
-                subject: row.get(2),
-                body: row.get(3),
+            Ok(JournalEntry {
+                id: row.get(0),
+                event: CallEvent {
+                    at: timestamp(row.get(1))?,
+                    kind: row.get(2),
+                    subject: row.get(3),
+                    body: row.get(4),
+                },
             })
         })
         .collect()

@@ -5,7 +5,7 @@ use postgres::Client;
 use crate::StoreError;
 
 /// The migrations, in order; the same tables as the `SQLite` store's.
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     r"
 CREATE TABLE cases (
     caller       TEXT    NOT NULL,
@@ -73,6 +73,27 @@ CREATE TABLE events (
     body    TEXT   NOT NULL
 );
 CREATE INDEX events_at ON events (at);
+",
+    // The call journal in one round trip: the lock first, then the insert, then the read, each
+    // statement with a snapshot of its own (so the read sees every event committed before the
+    // lock was granted); the lock is held until the caller's transaction ends. Its commit does
+    // not wait for the disk (see ARCHITECTURE.md, "The call journal"): the lock, held through
+    // the commit, would make every process wait for every flush in turn.
+    r"
+CREATE FUNCTION backstop_journal(p_at BIGINT, p_kind TEXT, p_subject TEXT, p_body TEXT, p_after BIGINT)
+RETURNS TABLE (id BIGINT, at BIGINT, kind TEXT, subject TEXT, body TEXT)
+LANGUAGE plpgsql VOLATILE
+-- A plan for the position given: a generic plan of `id > $1` scans and sorts the whole table.
+SET plan_cache_mode = force_custom_plan
+AS $$
+BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);
+    PERFORM pg_advisory_xact_lock(hashtextextended('backstop-journal', 0));
+    INSERT INTO events (at, kind, subject, body) VALUES (p_at, p_kind, p_subject, p_body);
+    RETURN QUERY SELECT e.id, e.at, e.kind, e.subject, e.body FROM events e
+        WHERE e.id > p_after ORDER BY e.id;
+END
+$$;
 ",
 ];
 

@@ -18,7 +18,8 @@ use jiff::Timestamp;
 use rusqlite::Connection;
 
 use crate::{
-    CallEvent, CaseRecord, Purged, Reply, Resolution, ReviewFilter, ReviewItem, Store, StoreError,
+    CallEvent, CaseRecord, JournalEntry, Purged, Reply, Resolution, ReviewFilter, ReviewItem,
+    Store, StoreError,
 };
 
 mod checkpoint;
@@ -125,11 +126,15 @@ impl Store for SqliteStore {
         self.write(|connection| queries::purge(connection, before))
     }
 
-    fn append_event(&self, event: &CallEvent) -> Result<(), StoreError> {
-        self.write(|connection| queries::append_event(connection, event))
+    fn journal(&self, event: &CallEvent, after: i64) -> Result<Vec<JournalEntry>, StoreError> {
+        self.write(|connection| queries::journal(connection, event, after))
     }
 
-    fn events_since(&self, since: Timestamp) -> Result<Vec<CallEvent>, StoreError> {
+    fn journal_after(&self, after: i64) -> Result<Vec<JournalEntry>, StoreError> {
+        self.read(|connection| queries::journal_after(connection, after))
+    }
+
+    fn events_since(&self, since: Timestamp) -> Result<(Vec<JournalEntry>, i64), StoreError> {
         self.read(|connection| queries::events_since(connection, since))
     }
 

@@ -6,8 +6,8 @@ use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 use super::ledger::attempts;
 use crate::codec::{millis, timestamp};
 use crate::{
-    CallEvent, CaseRecord, CycleAttempt, Purged, Resolution, ResolvedBy, ReviewFilter, ReviewItem,
-    StoreError,
+    CallEvent, CaseRecord, CycleAttempt, JournalEntry, Purged, Resolution, ResolvedBy,
+    ReviewFilter, ReviewItem, StoreError,
 };
 
 const REVIEW_COLUMNS: &str = "id, caller, job, case_id, lane, escalation, reason, opened_at,
@@ -158,38 +158,77 @@ pub fn purge(connection: &mut Connection, before: Timestamp) -> Result<Purged, S
     })
 }
 
-pub fn append_event(connection: &mut Connection, event: &CallEvent) -> Result<(), StoreError> {
-    connection
-        .prepare_cached("INSERT INTO events (at, kind, subject, body) VALUES (?1, ?2, ?3, ?4)")?
+/// Appends `event` and reads every event after `after`, in one write transaction: the
+/// database's write lock orders the journal across processes.
+pub fn journal(
+    connection: &mut Connection,
+    event: &CallEvent,
+    after: i64,
+) -> Result<Vec<JournalEntry>, StoreError> {
+    let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    tx.prepare_cached("INSERT INTO events (at, kind, subject, body) VALUES (?1, ?2, ?3, ?4)")?
         .execute(params![
             millis(event.at),
             event.kind,
             event.subject,
             event.body
         ])?;
-    Ok(())
+    let entries = journal_after(&tx, after)?;
+    tx.commit()?;
+    Ok(entries)
 }
 
+/// The events after `after`, in journal order.
+pub fn journal_after(connection: &Connection, after: i64) -> Result<Vec<JournalEntry>, StoreError> {
+    let mut statement = connection.prepare_cached(
+        "SELECT id, at, kind, subject, body FROM events WHERE id > ?1 ORDER BY id",
+    )?;
+    let rows = statement.query_map(params![after], entry_row)?;
+    rows.map(|row| row?).collect()
+}
+
+/// The events at or after `since`, and the journal's last position, read together.
 pub fn events_since(
     connection: &Connection,
     since: Timestamp,
-) -> Result<Vec<CallEvent>, StoreError> {
-    let mut statement = connection
-        .prepare_cached("SELECT at, kind, subject, body FROM events WHERE at >= ?1 ORDER BY id")?;
-    let rows = statement.query_map(params![millis(since)], |row| {
-        Ok((row.get::<_, i64>(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
-    })?;
-    let mut out = Vec::new();
-    for row in rows {
-        let (at, kind, subject, body) = row?;
-        out.push(CallEvent {
-            at: timestamp(at)?,
+) -> Result<(Vec<JournalEntry>, i64), StoreError> {
+    let tx = connection.unchecked_transaction()?;
+    let last: i64 = tx.query_row(
+        "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0), \
+                    COALESCE((SELECT MAX(id) FROM events), 0))",
+        [],
+        |row| row.get(0),
+    )?;
+    let entries = {
+        let mut statement = tx.prepare_cached(
+            "SELECT id, at, kind, subject, body FROM events WHERE at >= ?1 AND id <= ?2 ORDER BY id",
+        )?;
+        let rows = statement.query_map(params![millis(since), last], entry_row)?;
+        rows.map(|row| row?).collect::<Result<Vec<_>, _>>()?
+    };
+    tx.commit()?;
+    Ok((entries, last))
+}
+
+/// A journal row; the outer result is the driver's, the inner one a stored time read back.
+#[allow(clippy::unnecessary_wraps)]
+fn entry_row(row: &Row<'_>) -> rusqlite::Result<Result<JournalEntry, StoreError>> {
+    let (id, at, kind, subject, body): (i64, i64, String, String, String) = (
+        row.get(0)?,
+        row.get(1)?,
+        row.get(2)?,
+        row.get(3)?,
+        row.get(4)?,
+    );
+    Ok(timestamp(at).map(|at| JournalEntry {
+        id,
+        event: CallEvent {
+            at,
             kind,
             subject,
             body,
-        });
-    }
-    Ok(out)
+        },
+    }))
 }
 
 /// A review row; the outer result is the driver's, the inner one a stored time read back.

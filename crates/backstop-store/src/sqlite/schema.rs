@@ -9,7 +9,7 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use crate::StoreError;
 
 /// The migrations, in order; `PRAGMA user_version` records how many have run.
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     r"
 CREATE TABLE cases (
     caller       TEXT    NOT NULL,
@@ -76,6 +76,21 @@ CREATE TABLE events (
     subject TEXT    NOT NULL,
     body    TEXT    NOT NULL
 );
+CREATE INDEX events_at ON events (at);
+",
+    // Journal positions never go back, even when a purge empties the table: processes on one
+    // ledger follow the journal by position.
+    r"
+CREATE TABLE events_journal (
+    id      INTEGER PRIMARY KEY AUTOINCREMENT,
+    at      INTEGER NOT NULL,
+    kind    TEXT    NOT NULL,
+    subject TEXT    NOT NULL,
+    body    TEXT    NOT NULL
+);
+INSERT INTO events_journal (id, at, kind, subject, body) SELECT id, at, kind, subject, body FROM events;
+DROP TABLE events;
+ALTER TABLE events_journal RENAME TO events;
 CREATE INDEX events_at ON events (at);
 ",
 ];

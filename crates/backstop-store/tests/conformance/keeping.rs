@@ -79,7 +79,8 @@ pub fn purge_deletes_attempts_past_retention(store: &dyn Store) {
     );
 }
 
-/// Call-level events are kept in order and purged with the rest.
+/// Call-level events are kept in order and purged with the rest; a journal position is never
+/// used twice, even once a purge has emptied the journal.
 pub fn call_events_are_journaled_and_purged(store: &dyn Store) {
     let event = |minute: i64, kind: &str| backstop_store::CallEvent {
         at: at(minute),
@@ -87,17 +88,78 @@ pub fn call_events_are_journaled_and_purged(store: &dyn Store) {
         subject: "task-1".to_owned(),
         body: "{}".to_owned(),
     };
-    store.append_event(&event(0, "failure")).unwrap();
-    store.append_event(&event(5, "grant")).unwrap();
-    store.append_event(&event(10, "success")).unwrap();
-    let since: Vec<String> = store
-        .events_since(at(5))
-        .unwrap()
-        .into_iter()
-        .map(|e| e.kind)
-        .collect();
+    let first = store.journal(&event(0, "failure"), 0).unwrap();
+    assert_eq!(first.len(), 1);
+    let after_first = first[0].id;
+    let more = store.journal(&event(5, "grant"), after_first).unwrap();
+    assert_eq!(more.len(), 1, "only what came after the position");
+    let last = store.journal(&event(10, "success"), 0).unwrap();
+    let kinds: Vec<&str> = last.iter().map(|e| e.event.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        ["failure", "grant", "success"],
+        "journal order, the new one last"
+    );
+    assert!(last.windows(2).all(|w| w[0].id < w[1].id));
+    let end = last[2].id;
+
+    let (since, position) = store.events_since(at(5)).unwrap();
+    let since: Vec<&str> = since.iter().map(|e| e.event.kind.as_str()).collect();
     assert_eq!(since, ["grant", "success"]);
+    assert_eq!(position, end);
+    assert_eq!(store.journal_after(after_first).unwrap().len(), 2);
+    assert!(store.journal_after(end).unwrap().is_empty());
+
     assert_eq!(store.purge(at(6)).unwrap().events, 2);
-    assert_eq!(store.events_since(at(0)).unwrap().len(), 1);
+    assert_eq!(store.events_since(at(0)).unwrap().0.len(), 1);
+    assert_eq!(store.purge(at(60)).unwrap().events, 1);
+    let (empty, position) = store.events_since(at(0)).unwrap();
+    assert!(empty.is_empty());
+    assert_eq!(position, end, "the position survives an empty journal");
+    let next = store.journal(&event(70, "failure"), end).unwrap();
+    assert_eq!(next.len(), 1);
+    assert!(next[0].id > end, "positions only grow");
     store.ping().unwrap();
+}
+
+/// Several stores on one ledger (processes, say) journal at once, each following the journal
+/// from its own position: each sees every event exactly once, in one order shared by all.
+pub fn writers_on_one_ledger_see_one_journal_order(stores: &[&dyn Store]) {
+    let seen: Vec<Vec<(i64, String)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = stores
+            .iter()
+            .enumerate()
+            .map(|(n, store)| {
+                scope.spawn(move || {
+                    let mut position = 0;
+                    let mut seen = Vec::new();
+                    for i in 0..25 {
+                        let event = backstop_store::CallEvent {
+                            at: at(i),
+                            kind: "failure".to_owned(),
+                            subject: format!("writer-{n}"),
+                            body: format!("{{\"i\": {i}}}"),
+                        };
+                        let entries = store.journal(&event, position).unwrap();
+                        let mine = entries.last().unwrap();
+                        assert_eq!(mine.event, event, "the new event comes last");
+                        for entry in entries {
+                            assert!(entry.id > position, "nothing seen twice");
+                            position = entry.id;
+                            seen.push((entry.id, entry.event.subject.clone()));
+                        }
+                    }
+                    seen
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let (all, _) = stores[0].events_since(at(0)).unwrap();
+    let order: Vec<(i64, String)> = all.into_iter().map(|e| (e.id, e.event.subject)).collect();
+    assert_eq!(order.len(), 25 * stores.len());
+    for writer in &seen {
+        // Each writer saw the journal from its start up to its last event, with no gap.
+        assert_eq!(writer[..], order[..writer.len()]);
+    }
 }

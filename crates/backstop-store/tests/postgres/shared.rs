@@ -101,3 +101,13 @@ fn reconnecting_keeps_the_ledger() {
 fn super_base() -> String {
     std::env::var(crate::ENV).unwrap()
 }
+
+/// The call journal across connections: one order, every event seen once by every follower.
+#[test]
+fn connections_journaling_at_once_see_one_order() {
+    let Some(first) = crate::fresh() else { return };
+    let others: Vec<PostgresStore> = (0..3).map(|_| first.second()).collect();
+    let mut stores: Vec<&dyn Store> = vec![&*first];
+    stores.extend(others.iter().map(|s| s as &dyn Store));
+    crate::conformance::keeping::writers_on_one_ledger_see_one_journal_order(&stores);
+}

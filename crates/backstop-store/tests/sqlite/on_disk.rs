@@ -143,3 +143,16 @@ fn two_stores_on_one_file_share_the_limit() {
     drop(stores);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The call journal across connections to one file (processes, say): one order, every event
+/// seen once by every follower.
+#[test]
+fn stores_on_one_file_journaling_at_once_see_one_order() {
+    let dir = temp_dir();
+    let path = dir.join("ledger.db");
+    let opened: Vec<SqliteStore> = (0..3).map(|_| SqliteStore::open(&path).unwrap()).collect();
+    let stores: Vec<&dyn Store> = opened.iter().map(|s| s as &dyn Store).collect();
+    crate::conformance::keeping::writers_on_one_ledger_see_one_journal_order(&stores);
+    drop(opened);
+    let _ = std::fs::remove_dir_all(&dir);
+}
