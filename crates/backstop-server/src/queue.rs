@@ -36,13 +36,19 @@ enum Job {
     /// answer is the step the event gave, if it was a task's failure.
     Journal {
         event: CallEvent,
-        answer: oneshot::Sender<Result<Option<Step>, StoreError>>,
+        answer: JournalAnswer,
     },
     /// Applies what other processes journaled since this one last looked.
     CatchUp {
         answer: oneshot::Sender<Result<(), StoreError>>,
     },
 }
+
+/// Where a journal event's step goes.
+type JournalAnswer = oneshot::Sender<Result<Option<Step>, StoreError>>;
+
+/// The most journal events journaled in one transaction.
+const MAX_BATCH: usize = 256;
 
 /// Jobs waiting at most; past it a request is answered 503 at once rather than queued.
 pub const QUEUE_BOUND: usize = 4096;
@@ -95,8 +101,32 @@ impl AttemptQueue {
                     hinter,
                     position,
                 };
-                while let Ok(job) = queued.recv() {
-                    follower.run(job);
+                let mut next = queued.recv().ok();
+                while let Some(job) = next.take() {
+                    match job {
+                        // Journal events waiting together are journaled together: one
+                        // transaction, one turn of the journal's lock, for the whole batch.
+                        Job::Journal { event, answer } => {
+                            let mut batch = vec![(event, answer)];
+                            while batch.len() < MAX_BATCH {
+                                match queued.try_recv() {
+                                    Ok(Job::Journal { event, answer }) => {
+                                        batch.push((event, answer));
+                                    }
+                                    Ok(other) => {
+                                        next = Some(other);
+                                        break;
+                                    }
+                                    Err(_) => break,
+                                }
+                            }
+                            follower.journal(batch);
+                        }
+                        other => follower.run(other),
+                    }
+                    if next.is_none() {
+                        next = queued.recv().ok();
+                    }
                 }
             })?;
         Ok(AttemptQueue { jobs })
@@ -216,14 +246,7 @@ impl Follower {
                 .unwrap_or_else(|_| Err(panicked("an attempt")));
                 let _ = answer.send((reply, started.elapsed()));
             }
-            Job::Journal { event, answer } => {
-                let step = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    let entries = self.store.journal(&event, self.position)?;
-                    Ok(self.apply(entries))
-                }))
-                .unwrap_or_else(|_| Err(panicked("journaling")));
-                let _ = answer.send(step);
-            }
+            Job::Journal { event, answer } => self.journal(vec![(event, answer)]),
             Job::CatchUp { answer } => {
                 let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     let entries = self.store.journal_after(self.position)?;
@@ -236,21 +259,54 @@ impl Follower {
         }
     }
 
-    /// Applies entries past the position, in order: the step of the last one, if it was a
-    /// task's failure.
-    fn apply(&mut self, entries: Vec<JournalEntry>) -> Option<Step> {
+    /// Journals a batch of events (in arrival order) and applies the journal up to the last;
+    /// each event's answer is the step it gave.
+    fn journal(&mut self, batch: Vec<(CallEvent, JournalAnswer)>) {
+        let (events, answers): (Vec<CallEvent>, Vec<JournalAnswer>) = batch.into_iter().unzip();
+        let steps = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let entries = self.store.journal(&events, self.position)?;
+            // The batch is the journal's last events, in order.
+            let own = entries.len().checked_sub(events.len()).ok_or_else(|| {
+                StoreError::Corrupt("the journal returned fewer events than it took".to_owned())
+            })?;
+            let steps = self.apply(entries);
+            Ok(steps[own..].to_vec())
+        }))
+        .unwrap_or_else(|_| Err(panicked("journaling")));
+        match steps {
+            Ok(steps) => {
+                for (answer, step) in answers.into_iter().zip(steps) {
+                    let _ = answer.send(Ok(step));
+                }
+            }
+            Err(e) => {
+                for answer in answers {
+                    let _ = answer.send(Err(e.clone()));
+                }
+            }
+        }
+    }
+
+    /// Applies entries past the position, in order: each one's step, if it was a task's
+    /// failure.
+    fn apply(&mut self, entries: Vec<JournalEntry>) -> Vec<Option<Step>> {
         let mut hinter = self
             .hinter
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut last = None;
+        let mut steps = Vec::with_capacity(entries.len());
         for entry in entries {
             if entry.id > self.position {
-                last = crate::routes::recover::apply_event(&mut hinter, &entry.event);
+                steps.push(crate::routes::recover::apply_event(
+                    &mut hinter,
+                    &entry.event,
+                ));
                 self.position = entry.id;
+            } else {
+                steps.push(None);
             }
         }
-        last
+        steps
     }
 }
 

@@ -124,13 +124,14 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// resolved before `before`, and cases with nothing left.
     fn purge(&self, before: Timestamp) -> Result<Purged, StoreError>;
 
-    /// Appends one call-level event (a failure's step, an outcome, a grant) to the call
-    /// journal, and returns every event after `after` in journal order, the new one last.
+    /// Appends call-level events (a failure's step, an outcome, a grant), in order, to the
+    /// call journal, and returns every event after `after` in journal order, the new ones
+    /// last.
     ///
     /// One writer at a time across every process on the ledger (the journal has one order,
     /// and an event is visible only once every event before it is): a process that applies
     /// what this returns, in order, has the state every other process has at that point.
-    fn journal(&self, event: &CallEvent, after: i64) -> Result<Vec<JournalEntry>, StoreError>;
+    fn journal(&self, events: &[CallEvent], after: i64) -> Result<Vec<JournalEntry>, StoreError>;
 
     /// The events after `after`, in journal order: what other processes journaled since.
     fn journal_after(&self, after: i64) -> Result<Vec<JournalEntry>, StoreError>;
@@ -291,7 +292,7 @@ pub struct Purged {
 }
 
 /// Why a store call failed.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
     /// The database failed.
     #[error("the store failed: {0}")]

@@ -169,26 +169,21 @@ impl JournalStatements {
     }
 }
 
-/// Appends `event` and reads every event after `after`, in one statement (one transaction,
+/// Appends `events` and reads every event after `after`, in one statement (one transaction,
 /// one round trip) holding the journal's advisory lock: ids are taken and committed in lock
 /// order, so the journal has one order across processes and a reader never sees an event
 /// before an earlier one commits.
 pub fn journal(
     client: &mut Client,
     statements: &JournalStatements,
-    event: &CallEvent,
+    events: &[CallEvent],
     after: i64,
 ) -> Result<Vec<JournalEntry>, StoreError> {
-    entries(&client.query(
-        &statements.append,
-        &[
-            &event.at.as_millisecond(),
-            &event.kind,
-            &event.subject,
-            &event.body,
-            &after,
-        ],
-    )?)
+    let at: Vec<i64> = events.iter().map(|e| e.at.as_millisecond()).collect();
+    let kind: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+    let subject: Vec<&str> = events.iter().map(|e| e.subject.as_str()).collect();
+    let body: Vec<&str> = events.iter().map(|e| e.body.as_str()).collect();
+    entries(&client.query(&statements.append, &[&at, &kind, &subject, &body, &after])?)
 }
 
 /// The events after `after`, in journal order.

@@ -80,18 +80,22 @@ CREATE INDEX events_at ON events (at);
     // not wait for the disk (see ARCHITECTURE.md, "The call journal"): the lock, held through
     // the commit, would make every process wait for every flush in turn.
     r"
-CREATE FUNCTION backstop_journal(p_at BIGINT, p_kind TEXT, p_subject TEXT, p_body TEXT, p_after BIGINT)
+CREATE FUNCTION backstop_journal(p_at BIGINT[], p_kind TEXT[], p_subject TEXT[], p_body TEXT[], p_after BIGINT)
 RETURNS TABLE (id BIGINT, at BIGINT, kind TEXT, subject TEXT, body TEXT)
 LANGUAGE plpgsql VOLATILE
--- A plan for the position given: a generic plan of `id > $1` scans and sorts the whole table.
-SET plan_cache_mode = force_custom_plan
 AS $$
 BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);
     PERFORM pg_advisory_xact_lock(hashtextextended('backstop-journal', 0));
-    INSERT INTO events (at, kind, subject, body) VALUES (p_at, p_kind, p_subject, p_body);
-    RETURN QUERY SELECT e.id, e.at, e.kind, e.subject, e.body FROM events e
-        WHERE e.id > p_after ORDER BY e.id;
+    -- Rows are inserted, and take their ids, in the order given.
+    INSERT INTO events (at, kind, subject, body)
+        SELECT a, k, s, b FROM unnest(p_at, p_kind, p_subject, p_body) WITH ORDINALITY AS t(a, k, s, b, n)
+        ORDER BY n;
+    -- Planned for the position given (EXECUTE plans each time): a cached generic plan of
+    -- `id > $1` scans and sorts the whole table. (A SET clause on the function would do it
+    -- too, but would also undo the set_config above when the function returns.)
+    RETURN QUERY EXECUTE 'SELECT e.id, e.at, e.kind, e.subject, e.body FROM events e '
+        'WHERE e.id > $1 ORDER BY e.id' USING p_after;
 END
 $$;
 ",

@@ -126,8 +126,8 @@ impl Store for SqliteStore {
         self.write(|connection| queries::purge(connection, before))
     }
 
-    fn journal(&self, event: &CallEvent, after: i64) -> Result<Vec<JournalEntry>, StoreError> {
-        self.write(|connection| queries::journal(connection, event, after))
+    fn journal(&self, events: &[CallEvent], after: i64) -> Result<Vec<JournalEntry>, StoreError> {
+        self.write(|connection| queries::journal(connection, events, after))
     }
 
     fn journal_after(&self, after: i64) -> Result<Vec<JournalEntry>, StoreError> {

@@ -158,21 +158,27 @@ pub fn purge(connection: &mut Connection, before: Timestamp) -> Result<Purged, S
     })
 }
 
-/// Appends `event` and reads every event after `after`, in one write transaction: the
+/// Appends `events` and reads every event after `after`, in one write transaction: the
 /// database's write lock orders the journal across processes.
 pub fn journal(
     connection: &mut Connection,
-    event: &CallEvent,
+    events: &[CallEvent],
     after: i64,
 ) -> Result<Vec<JournalEntry>, StoreError> {
     let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    tx.prepare_cached("INSERT INTO events (at, kind, subject, body) VALUES (?1, ?2, ?3, ?4)")?
-        .execute(params![
-            millis(event.at),
-            event.kind,
-            event.subject,
-            event.body
-        ])?;
+    {
+        let mut insert = tx.prepare_cached(
+            "INSERT INTO events (at, kind, subject, body) VALUES (?1, ?2, ?3, ?4)",
+        )?;
+        for event in events {
+            insert.execute(params![
+                millis(event.at),
+                event.kind,
+                event.subject,
+                event.body
+            ])?;
+        }
+    }
     let entries = journal_after(&tx, after)?;
     tx.commit()?;
     Ok(entries)

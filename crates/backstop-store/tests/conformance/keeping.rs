@@ -88,12 +88,12 @@ pub fn call_events_are_journaled_and_purged(store: &dyn Store) {
         subject: "task-1".to_owned(),
         body: "{}".to_owned(),
     };
-    let first = store.journal(&event(0, "failure"), 0).unwrap();
+    let first = store.journal(&[event(0, "failure")], 0).unwrap();
     assert_eq!(first.len(), 1);
     let after_first = first[0].id;
-    let more = store.journal(&event(5, "grant"), after_first).unwrap();
+    let more = store.journal(&[event(5, "grant")], after_first).unwrap();
     assert_eq!(more.len(), 1, "only what came after the position");
-    let last = store.journal(&event(10, "success"), 0).unwrap();
+    let last = store.journal(&[event(10, "success")], 0).unwrap();
     let kinds: Vec<&str> = last.iter().map(|e| e.event.kind.as_str()).collect();
     assert_eq!(
         kinds,
@@ -116,9 +116,15 @@ pub fn call_events_are_journaled_and_purged(store: &dyn Store) {
     let (empty, position) = store.events_since(at(0)).unwrap();
     assert!(empty.is_empty());
     assert_eq!(position, end, "the position survives an empty journal");
-    let next = store.journal(&event(70, "failure"), end).unwrap();
+    let next = store.journal(&[event(70, "failure")], end).unwrap();
     assert_eq!(next.len(), 1);
     assert!(next[0].id > end, "positions only grow");
+    let batch = store
+        .journal(&[event(80, "grant"), event(81, "success")], next[0].id)
+        .unwrap();
+    let kinds: Vec<&str> = batch.iter().map(|e| e.event.kind.as_str()).collect();
+    assert_eq!(kinds, ["grant", "success"], "a batch keeps its order");
+    assert!(batch[0].id < batch[1].id);
     store.ping().unwrap();
 }
 
@@ -140,7 +146,9 @@ pub fn writers_on_one_ledger_see_one_journal_order(stores: &[&dyn Store]) {
                             subject: format!("writer-{n}"),
                             body: format!("{{\"i\": {i}}}"),
                         };
-                        let entries = store.journal(&event, position).unwrap();
+                        let entries = store
+                            .journal(std::slice::from_ref(&event), position)
+                            .unwrap();
                         let mine = entries.last().unwrap();
                         assert_eq!(mine.event, event, "the new event comes last");
                         for entry in entries {
