@@ -5,7 +5,7 @@ use axum::Json;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{cases, classify, health, recover, reviews};
+use crate::routes::{cases, classify, health, recover, reviews, tasks};
 
 /// The service's OpenAPI document.
 #[derive(Debug, OpenApi)]
@@ -17,6 +17,8 @@ use crate::routes::{cases, classify, health, recover, reviews};
         recover::outcomes,
         recover::tools,
         recover::grants,
+        tasks::show,
+        tasks::reset,
         cases::decide,
         cases::show,
         reviews::list,

@@ -19,6 +19,7 @@ pub mod classify;
 pub mod health;
 pub mod recover;
 pub mod reviews;
+pub mod tasks;
 
 /// Every route, with authentication, limits and metrics.
 pub fn router(state: Arc<AppState>) -> Router {
@@ -29,6 +30,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/outcomes", post(recover::outcomes))
         .route("/v1/tools", get(recover::tools))
         .route("/v1/grants", post(recover::grants))
+        .route("/v1/tasks/{task}", get(tasks::show))
+        .route("/v1/tasks/{task}/reset", post(tasks::reset))
         .route("/v1/jobs/{job}/decisions", post(cases::decide))
         .route("/v1/jobs/{job}/cases/{id}", get(cases::show))
         .route("/v1/reviews", get(reviews::list))

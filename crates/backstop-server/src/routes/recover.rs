@@ -307,7 +307,8 @@ pub fn apply_event(hinter: &mut Hinter, event: &CallEvent) -> Option<Step> {
             hinter.record_failure(&event.subject, class, event.at);
         }
         "grant" => hinter.grant(&event.subject),
-        "task_success" => hinter.record_task_success(&event.subject),
+        "task_success" | "task_reset" => hinter.record_task_success(&event.subject),
+        "task_reset_all" => hinter.reset(&event.subject),
         other => tracing::warn!(kind = other, "an unknown call event was skipped"),
     }
     None
@@ -322,7 +323,7 @@ fn tool_view(hinter: &Hinter, tool: &str, now: Timestamp) -> ToolView {
     }
 }
 
-fn lock(state: &AppState) -> std::sync::MutexGuard<'_, Hinter> {
+pub(crate) fn lock(state: &AppState) -> std::sync::MutexGuard<'_, Hinter> {
     state
         .hinter
         .lock()
@@ -331,7 +332,7 @@ fn lock(state: &AppState) -> std::sync::MutexGuard<'_, Hinter> {
 
 /// A task, tool or caller name: the shared length rule, and no control characters (they end
 /// up in metric labels and logs).
-fn check_name(name: &str, path: &str, issues: &mut Vec<Issue>) {
+pub(crate) fn check_name(name: &str, path: &str, issues: &mut Vec<Issue>) {
     if backstop_core::issue::check_name(name, path, "bad_name", &format!("`{path}`"), issues)
         && name.chars().any(char::is_control)
     {
@@ -344,7 +345,7 @@ fn check_name(name: &str, path: &str, issues: &mut Vec<Issue>) {
 }
 
 /// The hinter's key for a caller's task.
-fn task_key(caller: &str, task: &str) -> String {
+pub(crate) fn task_key(caller: &str, task: &str) -> String {
     format!("{caller}\u{1f}{task}")
 }
 

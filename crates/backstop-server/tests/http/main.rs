@@ -10,3 +10,4 @@ mod fleet;
 mod limits;
 mod openapi;
 mod support;
+mod tasks;

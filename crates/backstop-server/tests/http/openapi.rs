@@ -5,12 +5,14 @@ use serde_json::{Value, json};
 use crate::support::{AGENT_A, Answer, OPERATOR, Server, start, vendor};
 
 /// Every route the router serves.
-const ROUTES: [(&str, &str); 13] = [
+const ROUTES: [(&str, &str); 15] = [
     ("post", "/v1/classify"),
     ("post", "/v1/recover"),
     ("post", "/v1/outcomes"),
     ("get", "/v1/tools"),
     ("post", "/v1/grants"),
+    ("get", "/v1/tasks/{task}"),
+    ("post", "/v1/tasks/{task}/reset"),
     ("post", "/v1/jobs/{job}/decisions"),
     ("get", "/v1/jobs/{job}/cases/{id}"),
     ("get", "/v1/reviews"),

@@ -17,8 +17,10 @@ use crate::class::{ALL_CLASSES, Class};
 use crate::classify::Classification;
 
 mod plan;
+mod task_view;
 
 use self::plan::{class_index, plan};
+pub use self::task_view::{ClassCount, NextStep, TaskTool, TaskView};
 
 /// Tools whose breaker and budget are kept (least recently used dropped).
 const MAX_TOOLS: usize = 4096;
@@ -106,6 +108,8 @@ pub(super) struct TaskState {
     /// The policy denial that stopped this task, if one did: every later step of the task is
     /// `stop`, whatever tool or class, until the task is reset.
     pub(super) denied: Option<String>,
+    /// The tools the task used, the most recent last (at most `task_view::TOOLS_KEPT`).
+    pub(super) tools: Vec<String>,
 }
 
 /// A tool's health.
@@ -210,6 +214,13 @@ impl Hinter {
         if plan.step.action.is_retry() {
             state.previous_delay_ms = plan.step.delay_ms;
         }
+        if let Some(tool) = ctx.tool.as_deref() {
+            state.tools.retain(|t| t != tool);
+            state.tools.push(tool.to_owned());
+            if state.tools.len() > task_view::TOOLS_KEPT {
+                state.tools.remove(0);
+            }
+        }
         if failure.class == Class::PolicyDenied && state.denied.is_none() {
             state.denied = Some(ctx.tool.clone().unwrap_or_else(|| "a tool".to_owned()));
         }
@@ -270,6 +281,7 @@ impl Hinter {
         let kept = TaskState {
             denied: state.denied.take(),
             operator_grants: state.operator_grants,
+            tools: std::mem::take(&mut state.tools),
             ..TaskState::default()
         };
         if kept.denied.is_none() && kept.operator_grants == 0 {
