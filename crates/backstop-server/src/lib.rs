@@ -8,7 +8,8 @@
 //! - `body`: JSON bodies within the size limit
 //! - `error`: the one refusal shape
 //! - `metrics`: counters in the Prometheus text format
-//! - `queue`: attempts run by one thread in arrival order
+//! - `queue`: attempts and journal events run by one thread in arrival order
+//! - `journal`: the call journal every server on a ledger follows, and its replay
 //! - `openapi`: `/openapi.json`, derived from the handlers' types
 //! - `routes`: one module per resource
 #![deny(missing_docs)]
@@ -21,6 +22,7 @@ pub mod body;
 pub mod catalog;
 pub mod config;
 pub mod error;
+pub mod journal;
 pub mod limits;
 pub mod metrics;
 pub mod openapi;

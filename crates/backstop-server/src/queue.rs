@@ -297,10 +297,7 @@ impl Follower {
         let mut steps = Vec::with_capacity(entries.len());
         for entry in entries {
             if entry.id > self.position {
-                steps.push(crate::routes::recover::apply_event(
-                    &mut hinter,
-                    &entry.event,
-                ));
+                steps.push(crate::journal::apply_event(&mut hinter, &entry.event));
                 self.position = entry.id;
             } else {
                 steps.push(None);

@@ -5,9 +5,9 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 
-use backstop_core::recover::{Hinter, HinterOptions, strategy::StrategyTable};
+use backstop_core::recover::{Hinter, strategy::StrategyTable};
 use backstop_store::Store;
-use jiff::{SignedDuration, Timestamp};
+use jiff::Timestamp;
 
 use crate::auth::Caller;
 use crate::catalog::Catalog;
@@ -15,12 +15,6 @@ use crate::config::{Config, Role};
 use crate::limits::RateLimiter;
 use crate::metrics::Metrics;
 use crate::queue::AttemptQueue;
-
-/// The hinter's jitter seed: fixed, so replaying the journal gives the same delays.
-pub const HINTER_SEED: u64 = 0x6261_636b_7374_6f70;
-
-/// How far back the call journal is replayed into the hinter at start.
-pub const REPLAY_WINDOW: SignedDuration = SignedDuration::from_hours(24);
 
 /// The service's shared state.
 #[derive(Debug)]
@@ -69,16 +63,8 @@ impl AppState {
                 (k.hash.clone(), caller)
             })
             .collect();
-        let mut hinter = Hinter::new(
-            StrategyTable::builtin(),
-            HinterOptions { seed: HINTER_SEED },
-        );
-        let (entries, position) = store.events_since(now - REPLAY_WINDOW)?;
-        let replayed = entries.len();
-        for entry in entries {
-            crate::routes::recover::apply_event(&mut hinter, &entry.event);
-        }
-        tracing::info!(events = replayed, "call journal replayed into the hinter");
+        let (hinter, position) =
+            crate::journal::replay(store.as_ref(), StrategyTable::builtin(), now)?;
         let hinter = Arc::new(Mutex::new(hinter));
         let attempts = AttemptQueue::start(Arc::clone(&store), Arc::clone(&hinter), position)
             .map_err(|e| backstop_store::StoreError::Database(format!("cannot start: {e}")))?;

@@ -109,6 +109,12 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             commands::review::resolve(&args, &mut out, &mut err)?
         }
         Command::Purge(args) => commands::review::purge(&args, &mut out, &mut err)?,
+        Command::Task(cli::TaskCommand::Show(args)) => {
+            commands::task::show(&args, &mut out, &mut err)?
+        }
+        Command::Task(cli::TaskCommand::Reset(args)) => {
+            commands::task::reset(&args, &mut out, &mut err)?
+        }
         Command::Simulate(cli::SimulateCommand::Backoff(args)) => {
             commands::simulate::backoff(&args, &mut out, &mut err)?
         }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
-use backstop_core::classify::{Classification, classify};
+use backstop_core::classify::classify;
 use backstop_core::recover::breaker::BreakerView;
 use backstop_core::recover::budget::BudgetView;
 use backstop_core::recover::{Context, Hinter, Step};
@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 use crate::auth::Caller;
 use crate::body::{JsonBody, typed};
 use crate::error::ApiError;
+use crate::journal::{redacted, task_key};
 use crate::state::AppState;
 
 /// A failed call: the task it belongs to, what was seen, and its context.
@@ -37,12 +38,6 @@ pub struct RecoverBody {
     /// The tool, operation, error and any action the agent asks leave for.
     #[serde(default)]
     context: Option<Context>,
-}
-
-#[derive(Debug, Deserialize, serde::Serialize)]
-struct FailureEvent {
-    classification: Classification,
-    context: Context,
 }
 
 /// The next step after a failed call: classified, counted against the task, answered.
@@ -286,34 +281,6 @@ pub async fn grants(
     }))
 }
 
-/// Applies one journaled event to a hinter: the step a task's failure gives.
-pub fn apply_event(hinter: &mut Hinter, event: &CallEvent) -> Option<Step> {
-    match event.kind.as_str() {
-        "failure" => {
-            let failure = serde_json::from_str::<FailureEvent>(&event.body).ok()?;
-            return Some(hinter.next(
-                &event.subject,
-                &failure.classification,
-                &failure.context,
-                event.at,
-            ));
-        }
-        "success" => hinter.record_success(&event.subject, event.at),
-        "tool_failure" => {
-            let class = serde_json::from_str::<Value>(&event.body)
-                .ok()
-                .and_then(|v| serde_json::from_value::<Class>(v["class"].clone()).ok())
-                .unwrap_or(Class::Transient);
-            hinter.record_failure(&event.subject, class, event.at);
-        }
-        "grant" => hinter.grant(&event.subject),
-        "task_success" | "task_reset" => hinter.record_task_success(&event.subject),
-        "task_reset_all" => hinter.reset(&event.subject),
-        other => tracing::warn!(kind = other, "an unknown call event was skipped"),
-    }
-    None
-}
-
 fn tool_view(hinter: &Hinter, tool: &str, now: Timestamp) -> ToolView {
     let (breaker, budget) = hinter.tool_views(tool, now).unzip();
     ToolView {
@@ -341,23 +308,5 @@ pub(crate) fn check_name(name: &str, path: &str, issues: &mut Vec<Issue>) {
             "bad_name",
             format!("`{path}` may not hold control characters"),
         ));
-    }
-}
-
-/// The hinter's key for a caller's task.
-pub(crate) fn task_key(caller: &str, task: &str) -> String {
-    format!("{caller}\u{1f}{task}")
-}
-
-/// What is journaled of a failure, with secrets taken out of its free text.
-fn redacted(mut classification: Classification, mut context: Context) -> FailureEvent {
-    use backstop_core::verify::redact::redact;
-    for evidence in &mut classification.evidence {
-        evidence.value = redact(&evidence.value).0;
-    }
-    context.error = context.error.map(|e| redact(&e).0);
-    FailureEvent {
-        classification,
-        context,
     }
 }

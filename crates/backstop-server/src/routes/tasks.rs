@@ -16,10 +16,11 @@ use jiff::Timestamp;
 use serde::Deserialize;
 
 use super::cases::bad_path;
-use super::recover::{check_name, lock, task_key};
+use super::recover::{check_name, lock};
 use crate::auth::Caller;
 use crate::config::Role;
 use crate::error::ApiError;
+use crate::journal::task_key;
 use crate::state::AppState;
 
 /// Whose task: an operator may name any caller (default: its own).
@@ -31,16 +32,16 @@ pub struct TaskQuery {
     caller: Option<String>,
 }
 
-/// A task, as `GET /v1/tasks/{task}` shows it.
+/// A task, as `GET /v1/tasks/{task}` (and `backstop task show`) shows it.
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
 pub struct TaskAnswer {
     /// The task.
-    task: String,
+    pub task: String,
     /// Whose task.
-    caller: String,
+    pub caller: String,
     /// Its counters, stop, tools and the next step per class.
     #[serde(flatten)]
-    view: TaskView,
+    pub view: TaskView,
 }
 
 /// The task's counters per class, the tools it used and their breakers, whether a policy

@@ -10,7 +10,10 @@ fn next_of<'a>(view: &'a Value, class: &str) -> &'a Value {
         .unwrap()
         .iter()
         .find(|n| n["class"] == class)
-        .map_or_else(|| panic!("no next step for {class}: {view}"), |n| &n["step"])
+        .map_or_else(
+            || panic!("no next step for {class}: {view}"),
+            |n| &n["step"],
+        )
 }
 
 #[test]

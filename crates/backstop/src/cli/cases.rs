@@ -160,3 +160,43 @@ pub struct PurgeArgs {
     #[arg(long, value_name = "TIME")]
     pub now: Option<String>,
 }
+
+pub const TASK_HELP: &str = "\
+Examples:
+  backstop task show build-7 --caller research-agent --db ./backstop.db
+  backstop task reset build-7 --caller research-agent --db postgres://user@host/backstop
+
+A task's call-level state is the ledger's call journal (what `backstop serve` records for
+POST /v1/recover, /v1/outcomes and /v1/grants). `show` replays the last 24 hours of it and
+prints the task as GET /v1/tasks/{task} does: attempts per class, the policy denial that
+stopped it, its tools' breakers and budgets, and the step the next failure of each class would
+get. `reset` journals an operator's reset (counters, and a policy stop, lifted) that every
+server on the ledger applies, then prints the task.
+
+Exit codes:
+  0  the task was printed
+  1  the ledger could not be opened, read or written
+  2  bad flags; every issue is listed";
+
+/// `backstop task ...`.
+#[derive(Debug, Subcommand)]
+pub enum TaskCommand {
+    /// Print a task's call-level state as JSON: counters, stop, tools, the next steps.
+    #[command(after_help = TASK_HELP)]
+    Show(TaskArgs),
+    /// Reset a task's counters and lift a policy stop (as an operator), then print it.
+    #[command(after_help = TASK_HELP)]
+    Reset(TaskArgs),
+}
+
+/// `backstop task show|reset`.
+#[derive(Debug, Args)]
+pub struct TaskArgs {
+    /// The task.
+    pub task: String,
+    /// Whose task: tasks belong to the caller that reported them.
+    #[arg(long, value_name = "NAME", default_value = "local")]
+    pub caller: String,
+    #[command(flatten)]
+    pub db: DbArgs,
+}

@@ -9,7 +9,7 @@ mod service;
 
 pub use cases::{
     CasesCommand, CasesShowArgs, DecideArgs, PurgeArgs, ReviewCommand, ReviewListArgs,
-    ReviewResolveArgs, ReviewStatus,
+    ReviewResolveArgs, ReviewStatus, TaskArgs, TaskCommand,
 };
 use cases::{DECIDE_HELP, PURGE_HELP};
 use service::SERVE_HELP;
@@ -99,6 +99,9 @@ pub enum Command {
     /// Review items: held cases waiting for a person.
     #[command(subcommand)]
     Review(ReviewCommand),
+    /// A task's call-level state on the ledger: show it, or reset it.
+    #[command(subcommand)]
+    Task(TaskCommand),
     /// Delete ledger records past retention (30 days by default).
     #[command(after_help = PURGE_HELP)]
     Purge(PurgeArgs),

@@ -15,6 +15,7 @@ pub mod run_loop;
 pub mod serve;
 pub mod simulate;
 pub mod strategies;
+pub mod task;
 
 /// Exit code: done.
 pub const EXIT_OK: u8 = 0;

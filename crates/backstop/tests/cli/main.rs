@@ -22,6 +22,7 @@
 //!   SIGHUP reloads, API keys and roles, refused configs, `config check|hash-key`, JSON logs,
 //!   and no acknowledged attempt lost to a SIGKILL
 //! - `serve_postgres`: `serve --db postgres://...` as a process: calls, decisions, a restart
+//! - `task_cmd`: `task show|reset` on the journal a running `serve` writes
 //!
 //! Snapshots are in `snapshots/`; accept new ones with `INSTA_UPDATE=always` and read them.
 
@@ -40,4 +41,5 @@ mod serve_postgres;
 mod simulate;
 mod strategies;
 mod support;
+mod task_cmd;
 mod user_rules;

@@ -253,7 +253,7 @@ fn serve_refused(dir: &Path, args: &[&str]) -> Run {
 /// loopback listen on any port, `ledger.db`, the `packs` folder and `extra`.
 #[derive(Debug)]
 pub(crate) struct Setup {
-    dir: TempDir,
+    pub(crate) dir: TempDir,
     config: PathBuf,
 }
 

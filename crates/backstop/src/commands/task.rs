@@ -1,0 +1,81 @@
+//! `backstop task show|reset`: a task's call-level state, from the ledger's call journal.
+
+use std::io::{self, Write};
+
+use backstop_core::Issue;
+use backstop_core::recover::StrategyTable;
+use backstop_server::journal::{self, apply_event, task_key};
+use backstop_server::routes::tasks::TaskAnswer;
+use backstop_store::CallEvent;
+use jiff::Timestamp;
+
+use super::EXIT_OK;
+use super::cases::{open, store_failed};
+use crate::cli::TaskArgs;
+use crate::output;
+use crate::settings::OutputMode;
+
+/// Prints the task as it stands.
+pub fn show(args: &TaskArgs, out: &mut impl Write, err: &mut impl Write) -> io::Result<u8> {
+    run(args, false, out, err)
+}
+
+/// Journals an operator's reset of the task, then prints it.
+pub fn reset(args: &TaskArgs, out: &mut impl Write, err: &mut impl Write) -> io::Result<u8> {
+    run(args, true, out, err)
+}
+
+fn run(args: &TaskArgs, reset: bool, out: &mut impl Write, err: &mut impl Write) -> io::Result<u8> {
+    let mut issues = Vec::new();
+    name(&args.task, "task", &mut issues);
+    name(&args.caller, "--caller", &mut issues);
+    if !issues.is_empty() {
+        return output::refuse_command(OutputMode::Json, &issues, out, err);
+    }
+    let Some(store) = open(&args.db.db, err)? else {
+        return Ok(super::EXIT_ISSUES);
+    };
+    let now = Timestamp::now();
+    let (mut hinter, position) =
+        match journal::replay(store.as_ref(), StrategyTable::builtin(), now) {
+            Ok(replayed) => replayed,
+            Err(e) => return store_failed(&e, err),
+        };
+    let key = task_key(&args.caller, &args.task);
+    if reset {
+        let event = CallEvent {
+            at: now,
+            kind: "task_reset_all".to_owned(),
+            subject: key.clone(),
+            body: serde_json::json!({"by": "cli"}).to_string(),
+        };
+        match store.journal(&[event], position) {
+            Ok(entries) => {
+                for entry in entries.iter().filter(|e| e.id > position) {
+                    apply_event(&mut hinter, &entry.event);
+                }
+            }
+            Err(e) => return store_failed(&e, err),
+        }
+    }
+    let answer = TaskAnswer {
+        task: args.task.clone(),
+        caller: args.caller.clone(),
+        view: hinter.task_view(&key, now),
+    };
+    serde_json::to_writer_pretty(&mut *out, &answer)?;
+    writeln!(out)?;
+    Ok(EXIT_OK)
+}
+
+fn name(value: &str, path: &str, issues: &mut Vec<Issue>) {
+    if backstop_core::issue::check_name(value, path, "bad_name", &format!("`{path}`"), issues)
+        && value.chars().any(char::is_control)
+    {
+        issues.push(Issue::new(
+            path,
+            "bad_name",
+            format!("`{path}` may not hold control characters"),
+        ));
+    }
+}
