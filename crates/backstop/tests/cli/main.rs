@@ -22,6 +22,7 @@
 //!   SIGHUP reloads, API keys and roles, refused configs, `config check|hash-key`, JSON logs,
 //!   and no acknowledged attempt lost to a SIGKILL
 //! - `serve_postgres`: `serve --db postgres://...` as a process: calls, decisions, a restart
+//! - `fleet_cmd`: two `serve` processes on one ledger, one killed mid-load, on both backends
 //! - `task_cmd`: `task show|reset` on the journal a running `serve` writes
 //!
 //! Snapshots are in `snapshots/`; accept new ones with `INSTA_UPDATE=always` and read them.
@@ -29,6 +30,7 @@
 mod cases_cmd;
 mod classify;
 mod errors;
+mod fleet_cmd;
 mod help;
 mod hint;
 mod jsonl;

@@ -120,7 +120,7 @@ impl Server {
     }
 
     /// `http://ADDRESS/PATH`.
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.address)
     }
 
@@ -133,7 +133,7 @@ impl Server {
     }
 
     /// Sends `kill -NAME PID`.
-    fn signal(&self, name: &str) {
+    pub(crate) fn signal(&self, name: &str) {
         let status = Command::new("kill")
             .args([format!("-{name}"), self.child.id().to_string()])
             .status()
@@ -298,7 +298,7 @@ impl Setup {
 }
 
 /// An HTTP client that hands back every status as a response.
-fn client() -> ureq::Agent {
+pub(crate) fn client() -> ureq::Agent {
     ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_global(Some(Duration::from_secs(10)))
@@ -322,7 +322,7 @@ fn get_raw(
 }
 
 /// `POST url` with a JSON body.
-fn post_raw(
+pub(crate) fn post_raw(
     agent: &ureq::Agent,
     url: &str,
     key: Option<&str>,

@@ -11,14 +11,14 @@ use crate::serve_cmd::{Setup, VENDOR, get, post, ready_jobs, vendor};
 const ENV: &str = "BACKSTOP_TEST_POSTGRES_URL";
 
 /// A schema of the test database, dropped with it, and the URL that opens it.
-struct Schema {
+pub(crate) struct Schema {
     base: String,
     name: String,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl Schema {
-    fn fresh(tag: &str) -> Option<Schema> {
+    pub(crate) fn fresh(tag: &str) -> Option<Schema> {
         let base = std::env::var(ENV).ok().filter(|v| !v.trim().is_empty())?;
         let name = format!("backstop_cli_{tag}_{}", std::process::id());
         let mut admin = postgres::Client::connect(&base, postgres::NoTls)
