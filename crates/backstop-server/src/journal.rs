@@ -2,12 +2,15 @@
 //! turn into a hinter's state. A server's ledger thread follows it (see `queue`); the CLI
 //! replays it to show or reset a task.
 
+use std::num::NonZeroUsize;
+
 use backstop_core::Class;
 use backstop_core::classify::Classification;
 use backstop_core::recover::strategy::StrategyTable;
 use backstop_core::recover::{Context, Hinter, HinterOptions, Step};
 use backstop_store::{CallEvent, Store, StoreError};
 use jiff::{SignedDuration, Timestamp};
+use lru::LruCache;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -21,39 +24,129 @@ pub const REPLAY_WINDOW: SignedDuration = SignedDuration::from_hours(24);
 pub(crate) struct FailureEvent {
     classification: Classification,
     context: Context,
+    /// The caller's `Idempotency-Key` and the request's hash, when it sent one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    idempotency: Option<IdempotencyMark>,
 }
 
-/// A hinter over `table` with the journal of the last [`REPLAY_WINDOW`] applied, and the
-/// journal position it reached.
+/// An idempotency key (scoped to its caller) and the hash of the request that first used it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
+pub struct IdempotencyMark {
+    /// `caller` and the key, as [`task_key`] joins them.
+    pub key: String,
+    /// The SHA-256 of the request body, in hex.
+    pub hash: String,
+}
+
+/// How long an idempotency key is remembered.
+pub const IDEMPOTENCY_WINDOW: SignedDuration = SignedDuration::from_hours(24);
+
+/// Idempotency keys remembered at most (the least recently used are forgotten first).
+const IDEMPOTENCY_KEYS: usize = 16_384;
+
+/// What an idempotency key answered first.
+#[derive(Debug, Clone)]
+struct Remembered {
+    hash: String,
+    step: Step,
+    at: Timestamp,
+}
+
+/// The call-level state the journal builds: the hinter, and the steps idempotency keys got.
+#[derive(Debug)]
+pub struct CallState {
+    /// Task counters, tool breakers and budgets.
+    pub hinter: Hinter,
+    idempotent: LruCache<String, Remembered>,
+}
+
+/// What applying one event gave.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Applied {
+    /// Not a task's failure: nothing to answer.
+    Nothing,
+    /// A task's failure, counted: its step.
+    Step(Step),
+    /// A failure resent with the same idempotency key and request: the first step, nothing
+    /// counted.
+    Replayed(Step),
+    /// A failure whose idempotency key came with another request: nothing counted.
+    Conflict,
+}
+
+impl CallState {
+    /// A state with nothing applied.
+    pub fn new(hinter: Hinter) -> CallState {
+        CallState {
+            hinter,
+            idempotent: LruCache::new(
+                NonZeroUsize::new(IDEMPOTENCY_KEYS).unwrap_or(NonZeroUsize::MIN),
+            ),
+        }
+    }
+
+    /// Applies one journaled event, as every process on the ledger does, in journal order.
+    pub fn apply(&mut self, event: &CallEvent) -> Applied {
+        if event.kind == "failure" {
+            let Ok(failure) = serde_json::from_str::<FailureEvent>(&event.body) else {
+                tracing::warn!("an unreadable failure event was skipped");
+                return Applied::Nothing;
+            };
+            if let Some(mark) = &failure.idempotency
+                && let Some(first) = self.idempotent.get(&mark.key)
+                && event.at.duration_since(first.at) < IDEMPOTENCY_WINDOW
+            {
+                return if first.hash == mark.hash {
+                    Applied::Replayed(first.step.clone())
+                } else {
+                    Applied::Conflict
+                };
+            }
+            let step = self.hinter.next(
+                &event.subject,
+                &failure.classification,
+                &failure.context,
+                event.at,
+            );
+            if let Some(mark) = failure.idempotency {
+                self.idempotent.put(
+                    mark.key,
+                    Remembered {
+                        hash: mark.hash,
+                        step: step.clone(),
+                        at: event.at,
+                    },
+                );
+            }
+            return Applied::Step(step);
+        }
+        apply_other(&mut self.hinter, event);
+        Applied::Nothing
+    }
+}
+
+/// The call state over `table` with the journal of the last [`REPLAY_WINDOW`] applied, and
+/// the journal position it reached.
 pub fn replay(
     store: &dyn Store,
     table: StrategyTable,
     now: Timestamp,
-) -> Result<(Hinter, i64), StoreError> {
-    let mut hinter = Hinter::new(table, HinterOptions { seed: HINTER_SEED });
+) -> Result<(CallState, i64), StoreError> {
+    let mut state = CallState::new(Hinter::new(table, HinterOptions { seed: HINTER_SEED }));
     let (entries, position) = store.events_since(now - REPLAY_WINDOW)?;
     for entry in &entries {
-        apply_event(&mut hinter, &entry.event);
+        state.apply(&entry.event);
     }
     tracing::info!(
         events = entries.len(),
         "call journal replayed into the hinter"
     );
-    Ok((hinter, position))
+    Ok((state, position))
 }
 
-/// Applies one journaled event to a hinter: the step a task's failure gives.
-pub fn apply_event(hinter: &mut Hinter, event: &CallEvent) -> Option<Step> {
+/// Applies an event other than a task's failure to a hinter.
+fn apply_other(hinter: &mut Hinter, event: &CallEvent) {
     match event.kind.as_str() {
-        "failure" => {
-            let failure = serde_json::from_str::<FailureEvent>(&event.body).ok()?;
-            return Some(hinter.next(
-                &event.subject,
-                &failure.classification,
-                &failure.context,
-                event.at,
-            ));
-        }
         "success" => hinter.record_success(&event.subject, event.at),
         "tool_failure" => {
             let class = serde_json::from_str::<Value>(&event.body)
@@ -67,7 +160,6 @@ pub fn apply_event(hinter: &mut Hinter, event: &CallEvent) -> Option<Step> {
         "task_reset_all" => hinter.reset(&event.subject),
         other => tracing::warn!(kind = other, "an unknown call event was skipped"),
     }
-    None
 }
 
 /// The hinter's key for a caller's task.
@@ -76,7 +168,11 @@ pub fn task_key(caller: &str, task: &str) -> String {
 }
 
 /// What is journaled of a failure, with secrets taken out of its free text.
-pub(crate) fn redacted(mut classification: Classification, mut context: Context) -> FailureEvent {
+pub(crate) fn redacted(
+    mut classification: Classification,
+    mut context: Context,
+    idempotency: Option<IdempotencyMark>,
+) -> FailureEvent {
     use backstop_core::verify::redact::redact;
     for evidence in &mut classification.evidence {
         evidence.value = redact(&evidence.value).0;
@@ -85,5 +181,6 @@ pub(crate) fn redacted(mut classification: Classification, mut context: Context)
     FailureEvent {
         classification,
         context,
+        idempotency,
     }
 }

@@ -18,8 +18,10 @@ use std::thread;
 
 use backstop_core::case::Request;
 use backstop_core::pack::Pack;
-use backstop_core::recover::{Hinter, Step};
+
 use backstop_store::{CallEvent, JournalEntry, Reply, Store, StoreError};
+
+use crate::journal::{Applied, CallState};
 use jiff::Timestamp;
 use tokio::sync::oneshot;
 
@@ -45,7 +47,7 @@ enum Job {
 }
 
 /// Where a journal event's step goes.
-type JournalAnswer = oneshot::Sender<Result<Option<Step>, StoreError>>;
+type JournalAnswer = oneshot::Sender<Result<Applied, StoreError>>;
 
 /// The most journal events journaled in one transaction.
 const MAX_BATCH: usize = 256;
@@ -85,11 +87,11 @@ impl std::fmt::Debug for Job {
 }
 
 impl AttemptQueue {
-    /// Starts the thread, following the journal from `position` into `hinter`; it stops when
+    /// Starts the thread, following the journal from `position` into `calls`; it stops when
     /// the queue is dropped.
     pub fn start(
         store: Arc<dyn Store>,
-        hinter: Arc<Mutex<Hinter>>,
+        calls: Arc<Mutex<CallState>>,
         position: i64,
     ) -> std::io::Result<AttemptQueue> {
         let (jobs, queued) = mpsc::sync_channel::<Job>(QUEUE_BOUND);
@@ -98,7 +100,7 @@ impl AttemptQueue {
             .spawn(move || {
                 let mut follower = Follower {
                     store,
-                    hinter,
+                    calls,
                     position,
                 };
                 let mut next = queued.recv().ok();
@@ -151,9 +153,8 @@ impl AttemptQueue {
         answered.await.map_err(|_| QueueError::Stopped)
     }
 
-    /// Journals a call-level event and applies the journal up to it: the step it gave, if it
-    /// was a task's failure.
-    pub async fn journal(&self, event: CallEvent) -> Result<Option<Step>, JournalError> {
+    /// Journals a call-level event and applies the journal up to it: what the event gave.
+    pub async fn journal(&self, event: CallEvent) -> Result<Applied, JournalError> {
         let (answer, answered) = oneshot::channel();
         self.send(Job::Journal { event, answer })?;
         answered
@@ -222,7 +223,7 @@ impl From<QueueError> for JournalError {
 /// the hinter is.
 struct Follower {
     store: Arc<dyn Store>,
-    hinter: Arc<Mutex<Hinter>>,
+    calls: Arc<Mutex<CallState>>,
     position: i64,
 }
 
@@ -287,23 +288,22 @@ impl Follower {
         }
     }
 
-    /// Applies entries past the position, in order: each one's step, if it was a task's
-    /// failure.
-    fn apply(&mut self, entries: Vec<JournalEntry>) -> Vec<Option<Step>> {
-        let mut hinter = self
-            .hinter
+    /// Applies entries past the position, in order: what each gave.
+    fn apply(&mut self, entries: Vec<JournalEntry>) -> Vec<Applied> {
+        let mut calls = self
+            .calls
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut steps = Vec::with_capacity(entries.len());
+        let mut applied = Vec::with_capacity(entries.len());
         for entry in entries {
             if entry.id > self.position {
-                steps.push(crate::journal::apply_event(&mut hinter, &entry.event));
+                applied.push(calls.apply(&entry.event));
                 self.position = entry.id;
             } else {
-                steps.push(None);
+                applied.push(Applied::Nothing);
             }
         }
-        steps
+        applied
     }
 }
 

@@ -5,7 +5,9 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 
-use backstop_core::recover::{Hinter, strategy::StrategyTable};
+use backstop_core::recover::strategy::StrategyTable;
+
+use crate::journal::CallState;
 use backstop_store::Store;
 use jiff::Timestamp;
 
@@ -27,7 +29,7 @@ pub struct AppState {
     pub catalog: RwLock<Arc<Catalog>>,
     /// Per-task counters and per-tool health, as far into the call journal as the ledger
     /// thread has followed it (it alone changes them).
-    pub hinter: Arc<Mutex<Hinter>>,
+    pub hinter: Arc<Mutex<CallState>>,
     /// API key hashes to callers; empty when the service is open.
     pub keys: HashMap<String, Caller>,
     /// Request limits.
@@ -63,8 +65,9 @@ impl AppState {
                 (k.hash.clone(), caller)
             })
             .collect();
-        let (hinter, position) =
+        let (calls, position) =
             crate::journal::replay(store.as_ref(), StrategyTable::builtin(), now)?;
+        let hinter = calls;
         let hinter = Arc::new(Mutex::new(hinter));
         let attempts = AttemptQueue::start(Arc::clone(&store), Arc::clone(&hinter), position)
             .map_err(|e| backstop_store::StoreError::Database(format!("cannot start: {e}")))?;

@@ -65,10 +65,11 @@ pub async fn readyz(State(state): State<Arc<AppState>>) -> Result<Json<Ready>, A
 pub async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
     let now = Timestamp::now();
     let breakers: Vec<(String, &str)> = {
-        let hinter = state
+        let calls = state
             .hinter
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let hinter = &calls.hinter;
         hinter
             .tool_names()
             .into_iter()

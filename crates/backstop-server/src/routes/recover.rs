@@ -10,6 +10,8 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use backstop_core::classify::classify;
 use backstop_core::recover::breaker::BreakerView;
 use backstop_core::recover::budget::BudgetView;
@@ -23,7 +25,7 @@ use serde_json::{Value, json};
 use crate::auth::Caller;
 use crate::body::{JsonBody, typed};
 use crate::error::ApiError;
-use crate::journal::{redacted, task_key};
+use crate::journal::{Applied, CallState, IdempotencyMark, redacted, task_key};
 use crate::state::AppState;
 
 /// A failed call: the task it belongs to, what was seen, and its context.
@@ -42,13 +44,17 @@ pub struct RecoverBody {
 
 /// The next step after a failed call: classified, counted against the task, answered.
 #[utoipa::path(post, path = "/v1/recover", tag = "calls", request_body = RecoverBody,
+    params(("Idempotency-Key" = Option<String>, Header,
+        description = "The same key from the same caller within 24 hours returns the step it first got and counts nothing; with another request it is refused (409)")),
     responses((status = 200, body = Step), (status = "4XX", body = backstop_core::case::Refusal)),
     security(("key" = [])))]
 pub async fn recover(
     State(state): State<Arc<AppState>>,
     caller: Caller,
+    headers: HeaderMap,
     JsonBody(value): JsonBody,
-) -> Result<Json<Step>, ApiError> {
+) -> Result<Response, ApiError> {
+    let idempotency = idempotency_mark(&headers, &caller, &value)?;
     let body: RecoverBody = typed(value)?;
     let mut issues = Vec::new();
     check_name(&body.task, "task", &mut issues);
@@ -85,17 +91,69 @@ pub async fn recover(
     let classification = classify(&state.catalog().rules, &report, now);
     // A task is the caller's own: another caller's task of the same name is another task.
     let task = task_key(&caller.id, &body.task);
-    let step = state
+    let event = redacted(classification, context, idempotency);
+    let applied = state
         .attempts
         .journal(CallEvent {
             at: now,
             kind: "failure".to_owned(),
             subject: task,
-            body: serde_json::to_string(&redacted(classification, context)).unwrap_or_default(),
+            body: serde_json::to_string(&event).unwrap_or_default(),
         })
-        .await?
-        .ok_or_else(|| ApiError::internal("the call journal", &"gave no step for a failure"))?;
-    Ok(Json(step))
+        .await?;
+    match applied {
+        Applied::Step(step) => Ok(Json(step).into_response()),
+        Applied::Replayed(step) => Ok(([(REPLAYED_HEADER, "true")], Json(step)).into_response()),
+        Applied::Conflict => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "idempotency_key_conflict",
+            "this Idempotency-Key came with another request in the last 24 hours; nothing was \
+             counted: send the first request again, or this one with a new key",
+        )),
+        Applied::Nothing => Err(ApiError::internal(
+            "the call journal",
+            &"gave no step for a failure",
+        )),
+    }
+}
+
+/// The header a resend gets when its step is the one its key first got.
+const REPLAYED_HEADER: &str = "idempotent-replayed";
+
+/// The longest `Idempotency-Key`.
+const IDEMPOTENCY_KEY_MAX: usize = 255;
+
+/// The caller's `Idempotency-Key`, if it sent one, marked with the request's hash; a bad key
+/// is refused.
+fn idempotency_mark(
+    headers: &HeaderMap,
+    caller: &Caller,
+    body: &Value,
+) -> Result<Option<IdempotencyMark>, ApiError> {
+    let Some(value) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    let key = value
+        .to_str()
+        .ok()
+        .filter(|k| {
+            !k.trim().is_empty()
+                && k.len() <= IDEMPOTENCY_KEY_MAX
+                && k.bytes().all(|b| b.is_ascii_graphic() || b == b' ')
+        })
+        .ok_or_else(|| {
+            ApiError::malformed(vec![Issue::new(
+                "headers.idempotency-key",
+                "bad_idempotency_key",
+                format!(
+                    "an Idempotency-Key is 1 to {IDEMPOTENCY_KEY_MAX} visible ASCII characters"
+                ),
+            )])
+        })?;
+    Ok(Some(IdempotencyMark {
+        key: task_key(&caller.id, key),
+        hash: backstop_core::case::identity::full_hash(body.to_string().as_bytes()),
+    }))
 }
 
 /// A call's outcome for a tool.
@@ -197,7 +255,7 @@ pub async fn outcomes(
             })
             .await?;
     }
-    let view = tool_view(&lock(&state), &body.tool, now);
+    let view = tool_view(&lock(&state).hinter, &body.tool, now);
     Ok(Json(view))
 }
 
@@ -211,11 +269,12 @@ pub async fn tools(
 ) -> Result<Json<ToolList>, ApiError> {
     state.attempts.catch_up().await?;
     let now = Timestamp::now();
-    let hinter = lock(&state);
+    let calls = lock(&state);
+    let hinter = &calls.hinter;
     let tools = hinter
         .tool_names()
         .iter()
-        .map(|tool| tool_view(&hinter, tool, now))
+        .map(|tool| tool_view(hinter, tool, now))
         .collect();
     Ok(Json(ToolList { tools }))
 }
@@ -290,7 +349,7 @@ fn tool_view(hinter: &Hinter, tool: &str, now: Timestamp) -> ToolView {
     }
 }
 
-pub(crate) fn lock(state: &AppState) -> std::sync::MutexGuard<'_, Hinter> {
+pub(crate) fn lock(state: &AppState) -> std::sync::MutexGuard<'_, CallState> {
     state
         .hinter
         .lock()

@@ -58,7 +58,9 @@ pub async fn show(
 ) -> Result<Json<TaskAnswer>, ApiError> {
     let (task, owner) = whose(task, query, &caller)?;
     state.attempts.catch_up().await?;
-    let view = lock(&state).task_view(&task_key(&owner, &task), Timestamp::now());
+    let view = lock(&state)
+        .hinter
+        .task_view(&task_key(&owner, &task), Timestamp::now());
     Ok(Json(TaskAnswer {
         task,
         caller: owner,
@@ -82,6 +84,7 @@ pub async fn reset(
     let key = task_key(&owner, &task);
     state.attempts.catch_up().await?;
     let stopped = lock(&state)
+        .hinter
         .task_view(&key, Timestamp::now())
         .stopped_by
         .is_some();
@@ -102,7 +105,7 @@ pub async fn reset(
             body: serde_json::json!({"by": caller.id}).to_string(),
         })
         .await?;
-    let view = lock(&state).task_view(&key, Timestamp::now());
+    let view = lock(&state).hinter.task_view(&key, Timestamp::now());
     Ok(Json(TaskAnswer {
         task,
         caller: owner,

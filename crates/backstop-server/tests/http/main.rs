@@ -7,6 +7,7 @@ mod auth;
 mod calls;
 mod cases;
 mod fleet;
+mod idempotency;
 mod limits;
 mod openapi;
 mod support;

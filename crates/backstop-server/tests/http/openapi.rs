@@ -107,6 +107,7 @@ fn a_body_unlike_its_schema_is_caught() {
         status: 200,
         retry_after: None,
         content_type: "application/json".to_owned(),
+        replayed: false,
         text: json!({"status": "maybe", "attempts": {"used": -1}}).to_string(),
     };
     assert!(!schema_errors(&doc, "post", "/v1/jobs/{job}/decisions", &wrong).is_empty());

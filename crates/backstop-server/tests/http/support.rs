@@ -195,6 +195,8 @@ pub struct Answer {
     pub status: u16,
     pub retry_after: Option<String>,
     pub content_type: String,
+    /// `Idempotent-Replayed: true`: a resend's stored step.
+    pub replayed: bool,
     pub text: String,
 }
 
@@ -225,6 +227,18 @@ impl Server {
 
     /// `METHOD path` with an optional key and body.
     pub fn call(&self, method: &str, path: &str, key: Option<&str>, body: Option<&str>) -> Answer {
+        self.call_with(method, path, key, &[], body)
+    }
+
+    /// A call with more request headers.
+    pub fn call_with(
+        &self,
+        method: &str,
+        path: &str,
+        key: Option<&str>,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+    ) -> Answer {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .build()
@@ -249,6 +263,9 @@ impl Server {
                 if let Some(auth) = &auth {
                     request = request.header("Authorization", auth);
                 }
+                for (name, value) in headers {
+                    request = request.header(*name, *value);
+                }
                 request.send(body.unwrap_or_default())
             }
         };
@@ -262,10 +279,12 @@ impl Server {
         };
         let retry_after = header("retry-after");
         let content_type = header("content-type").unwrap_or_default();
+        let replayed = header("idempotent-replayed").is_some_and(|v| v == "true");
         Answer {
             status: response.status().as_u16(),
             retry_after,
             content_type,
+            replayed,
             text: response.body_mut().read_to_string().unwrap_or_default(),
         }
     }

@@ -4,7 +4,7 @@ use std::io::{self, Write};
 
 use backstop_core::Issue;
 use backstop_core::recover::StrategyTable;
-use backstop_server::journal::{self, apply_event, task_key};
+use backstop_server::journal::{self, task_key};
 use backstop_server::routes::tasks::TaskAnswer;
 use backstop_store::CallEvent;
 use jiff::Timestamp;
@@ -36,11 +36,11 @@ fn run(args: &TaskArgs, reset: bool, out: &mut impl Write, err: &mut impl Write)
         return Ok(super::EXIT_ISSUES);
     };
     let now = Timestamp::now();
-    let (mut hinter, position) =
-        match journal::replay(store.as_ref(), StrategyTable::builtin(), now) {
-            Ok(replayed) => replayed,
-            Err(e) => return store_failed(&e, err),
-        };
+    let (mut calls, position) = match journal::replay(store.as_ref(), StrategyTable::builtin(), now)
+    {
+        Ok(replayed) => replayed,
+        Err(e) => return store_failed(&e, err),
+    };
     let key = task_key(&args.caller, &args.task);
     if reset {
         let event = CallEvent {
@@ -52,7 +52,7 @@ fn run(args: &TaskArgs, reset: bool, out: &mut impl Write, err: &mut impl Write)
         match store.journal(&[event], position) {
             Ok(entries) => {
                 for entry in entries.iter().filter(|e| e.id > position) {
-                    apply_event(&mut hinter, &entry.event);
+                    calls.apply(&entry.event);
                 }
             }
             Err(e) => return store_failed(&e, err),
@@ -61,7 +61,7 @@ fn run(args: &TaskArgs, reset: bool, out: &mut impl Write, err: &mut impl Write)
     let answer = TaskAnswer {
         task: args.task.clone(),
         caller: args.caller.clone(),
-        view: hinter.task_view(&key, now),
+        view: calls.hinter.task_view(&key, now),
     };
     serde_json::to_writer_pretty(&mut *out, &answer)?;
     writeln!(out)?;
