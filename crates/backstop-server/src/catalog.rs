@@ -19,6 +19,9 @@ pub struct Catalog {
     pub rules: RuleSet,
     /// The pack files loaded, for the log.
     pub pack_files: Vec<PathBuf>,
+    /// The recovery strategy files (`(origin, text)`), over the built-in strategies: checked
+    /// here, and journaled so every server on the ledger uses them.
+    pub strategy_files: Vec<(String, String)>,
 }
 
 impl Catalog {
@@ -78,15 +81,44 @@ impl Catalog {
                 None
             }
         };
+        let mut strategy_files = Vec::new();
+        for path in toml_files_in(&config.strategies, &mut issues) {
+            match std::fs::read_to_string(&path) {
+                Ok(text) => strategy_files.push((path.display().to_string(), text)),
+                Err(e) => issues.push(Issue::new(
+                    path.display().to_string(),
+                    "unreadable",
+                    format!("cannot read the strategies file: {e}"),
+                )),
+            }
+        }
+        if let Err(found) = strategy_table(&strategy_files) {
+            issues.extend(found);
+        }
         match rules {
             Some(rules) if issues.is_empty() => Ok(Catalog {
                 packs,
                 rules,
                 pack_files,
+                strategy_files,
             }),
             _ => Err(issues),
         }
     }
+}
+
+/// The built-in strategies with `files` (`(origin, text)`) over them.
+///
+/// # Errors
+/// Every issue of every file, with its origin.
+pub fn strategy_table(
+    files: &[(String, String)],
+) -> Result<backstop_core::recover::StrategyTable, Vec<Issue>> {
+    let borrowed: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(o, t)| (o.as_str(), t.as_str()))
+        .collect();
+    backstop_core::recover::StrategyTable::load_all(&borrowed)
 }
 
 /// Each file named, and each directory's `*.toml` files in name order.

@@ -13,7 +13,15 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:7600";
 /// The default ledger file.
 pub const DEFAULT_DB: &str = "./backstop.db";
 
-const TOP_KEYS: [&str; 6] = ["listen", "db", "packs", "rules", "limits", "keys"];
+const TOP_KEYS: [&str; 7] = [
+    "listen",
+    "db",
+    "packs",
+    "rules",
+    "strategies",
+    "limits",
+    "keys",
+];
 const LIMIT_KEYS: [&str; 4] = ["body_bytes", "timeout_ms", "rate_per_second", "burst"];
 const KEY_KEYS: [&str; 3] = ["hash", "caller", "role"];
 
@@ -29,6 +37,9 @@ pub struct Config {
     /// Classifier rule files, or directories whose `*.toml` files are rule files (in name
     /// order), in front of the built-in rules.
     pub rules: Vec<PathBuf>,
+    /// Recovery strategy files, or directories whose `*.toml` files are (in name order), each
+    /// over the built-in strategies and the files before it.
+    pub strategies: Vec<PathBuf>,
     /// Request limits.
     pub limits: Limits,
     /// API keys; none means the service is open (and loopback only).
@@ -87,6 +98,7 @@ impl Default for Config {
             db: PathBuf::from(DEFAULT_DB),
             packs: Vec::new(),
             rules: Vec::new(),
+            strategies: Vec::new(),
             limits: Limits::default(),
             keys: Vec::new(),
         }
@@ -152,6 +164,7 @@ impl Config {
         }
         config.packs = paths(&table, "packs", base, &mut issues);
         config.rules = paths(&table, "rules", base, &mut issues);
+        config.strategies = paths(&table, "strategies", base, &mut issues);
         if let Some(value) = table.get("limits") {
             config.limits = limits(value, &mut issues);
         }

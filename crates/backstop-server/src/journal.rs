@@ -120,8 +120,46 @@ impl CallState {
             }
             return Applied::Step(step);
         }
+        if event.kind == "strategies" {
+            self.use_strategies(event);
+            return Applied::Nothing;
+        }
         apply_other(&mut self.hinter, event);
         Applied::Nothing
+    }
+
+    /// Takes up the strategy files a server journaled at its start or reload: from here on in
+    /// the journal, every process uses them.
+    fn use_strategies(&mut self, event: &CallEvent) {
+        let files = serde_json::from_str::<StrategiesEvent>(&event.body).map(|e| e.files);
+        match files.map(|files| crate::catalog::strategy_table(&files)) {
+            Ok(Ok(table)) => self.hinter.set_table(table),
+            Ok(Err(issues)) => {
+                let listed: Vec<String> = issues.iter().map(ToString::to_string).collect();
+                tracing::error!(issues = %listed.join("; "), "journaled strategies refused; the ones in use stay");
+            }
+            Err(e) => tracing::error!(error = %e, "an unreadable strategies event was skipped"),
+        }
+    }
+}
+
+/// The strategy files a server uses, as journaled.
+#[derive(Debug, Deserialize, serde::Serialize)]
+struct StrategiesEvent {
+    /// `(origin, text)` of each file, over the built-in strategies.
+    files: Vec<(String, String)>,
+}
+
+/// The event that puts `files` in use for every process on the ledger.
+pub fn strategies_event(files: &[(String, String)], at: Timestamp) -> CallEvent {
+    CallEvent {
+        at,
+        kind: "strategies".to_owned(),
+        subject: String::new(),
+        body: serde_json::to_string(&StrategiesEvent {
+            files: files.to_vec(),
+        })
+        .unwrap_or_default(),
     }
 }
 

@@ -65,8 +65,16 @@ impl AppState {
                 (k.hash.clone(), caller)
             })
             .collect();
-        let (calls, position) =
+        let (mut calls, mut position) =
             crate::journal::replay(store.as_ref(), StrategyTable::builtin(), now)?;
+        // This server's strategies become the fleet's from here on in the journal.
+        let announced = crate::journal::strategies_event(&catalog.strategy_files, now);
+        for entry in store.journal(&[announced], position)? {
+            if entry.id > position {
+                calls.apply(&entry.event);
+                position = entry.id;
+            }
+        }
         let hinter = calls;
         let hinter = Arc::new(Mutex::new(hinter));
         let attempts = AttemptQueue::start(Arc::clone(&store), Arc::clone(&hinter), position)
@@ -82,6 +90,17 @@ impl AppState {
             config_path,
             metrics: Metrics::default(),
         })
+    }
+
+    /// Journals the strategies of the catalog in use, so every server on the ledger uses them
+    /// from here on (after a reload).
+    ///
+    /// # Errors
+    /// The journal could not be written.
+    pub async fn announce_strategies(&self) -> Result<(), crate::queue::JournalError> {
+        let event =
+            crate::journal::strategies_event(&self.catalog().strategy_files, Timestamp::now());
+        self.attempts.journal(event).await.map(|_| ())
     }
 
     /// Whether no keys are configured: every request is the local operator.
@@ -102,10 +121,22 @@ impl AppState {
     /// Loads the packs and rules again from the config file (or the start-up config); on any
     /// issue the old ones stay and the issues are returned.
     pub fn reload(&self) -> Result<usize, Vec<backstop_core::Issue>> {
-        let config = match &self.config_path {
+        self.reload_with(None)
+    }
+
+    /// [`AppState::reload`], with the strategy files given on the command line (which the
+    /// file's `strategies` do not override).
+    pub fn reload_with(
+        &self,
+        strategies: Option<&[PathBuf]>,
+    ) -> Result<usize, Vec<backstop_core::Issue>> {
+        let mut config = match &self.config_path {
             Some(path) => Config::load(path)?,
             None => self.config.clone(),
         };
+        if let Some(files) = strategies.filter(|f| !f.is_empty()) {
+            config.strategies = files.to_vec();
+        }
         let catalog = Catalog::load(&config)?;
         let count = catalog.packs.len();
         *self

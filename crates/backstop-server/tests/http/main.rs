@@ -10,5 +10,6 @@ mod fleet;
 mod idempotency;
 mod limits;
 mod openapi;
+mod strategies;
 mod support;
 mod tasks;

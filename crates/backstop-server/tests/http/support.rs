@@ -116,6 +116,7 @@ pub fn start_with(change: impl FnOnce(&mut Config)) -> Server {
         db: dir.join("ledger.db"),
         packs: vec![packs_dir()],
         rules: Vec::new(),
+        strategies: Vec::new(),
         limits: Limits::default(),
         keys: vec![
             key(AGENT_A, "agent-a", Role::Agent),

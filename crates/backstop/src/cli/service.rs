@@ -10,8 +10,9 @@ Examples:
   backstop serve --config /etc/backstop/backstop.toml --log-format json
 
 With no API keys in the config the service is open (every caller is the local operator) and
-listens on loopback only. SIGHUP reloads packs and rules (a bad reload keeps the old ones and
-logs why); SIGTERM or Ctrl-C stops after the requests in flight. The routes are listed by
+listens on loopback only. SIGHUP reloads packs, rules and strategies (a bad reload keeps the old
+ones and logs why); every server on one ledger uses the strategies the last one to start or
+reload announced; SIGTERM or Ctrl-C stops after the requests in flight. The routes are listed by
 GET /openapi.json; docs/service.md describes them.
 
 Exit codes:
@@ -29,9 +30,13 @@ pub struct ServeArgs {
     /// ./backstop.db).
     #[arg(long, value_name = "PATH", env = crate::settings::ENV_DB, hide_env_values = true)]
     pub db: Option<PathBuf>,
-    /// The service's TOML config: listen, db, packs, rules, limits, keys.
+    /// The service's TOML config: listen, db, packs, rules, strategies, limits, keys.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// A recovery strategy file (or a folder of them), over the built-in strategies; repeat for
+    /// more, each over the ones before (overrides the config's `strategies`, also on a reload).
+    #[arg(long, value_name = "FILE")]
+    pub strategies: Vec<PathBuf>,
 }
 
 /// `backstop config ...`.

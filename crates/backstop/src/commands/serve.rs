@@ -2,6 +2,7 @@
 
 use std::io::{self, Write};
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use backstop_core::Issue;
@@ -90,7 +91,11 @@ pub fn run(args: &ServeArgs, out: &mut impl Write, err: &mut impl Write) -> io::
             }
         )?;
         tracing::info!(%address, jobs = ?jobs, open, "listening");
-        tokio::spawn(reload_on_hangup(Arc::clone(&state), hangup));
+        tokio::spawn(reload_on_hangup(
+            Arc::clone(&state),
+            hangup,
+            args.strategies.clone(),
+        ));
         backstop_server::serve(listener, state, shutdown_signal(terminate)).await?;
         tracing::info!("stopped");
         Ok(EXIT_OK)
@@ -124,6 +129,9 @@ fn resolve(args: &ServeArgs) -> (Config, Vec<Issue>) {
     if let Some(db) = &args.db {
         config.db.clone_from(db);
     }
+    if !args.strategies.is_empty() {
+        config.strategies.clone_from(&args.strategies);
+    }
     if config.keys.is_empty() && !config.listen.ip().is_loopback() {
         issues.push(Issue::new(
             "--listen",
@@ -142,13 +150,21 @@ fn unix_signal(kind: SignalKind) -> io::Result<Signal> {
     tokio::signal::unix::signal(kind)
 }
 
-/// Reloads packs and rules on every SIGHUP; a bad reload keeps the old ones.
-async fn reload_on_hangup(state: Arc<AppState>, mut hangups: Signal) {
+/// Reloads packs, rules and strategies on every SIGHUP; a bad reload keeps the old ones. New
+/// strategies are announced on the journal, so every server on the ledger takes them up.
+async fn reload_on_hangup(state: Arc<AppState>, mut hangups: Signal, strategies: Vec<PathBuf>) {
     while hangups.recv().await.is_some() {
         let reloading = Arc::clone(&state);
-        let outcome = tokio::task::spawn_blocking(move || reloading.reload()).await;
+        let flagged = strategies.clone();
+        let outcome =
+            tokio::task::spawn_blocking(move || reloading.reload_with(Some(&flagged))).await;
         match outcome {
-            Ok(Ok(jobs)) => tracing::warn!(jobs, "reloaded packs and rules"),
+            Ok(Ok(jobs)) => {
+                tracing::warn!(jobs, "reloaded packs, rules and strategies");
+                if let Err(e) = state.announce_strategies().await {
+                    tracing::error!(error = ?e, "the reloaded strategies could not be journaled; the strategies in use stay");
+                }
+            }
             Ok(Err(issues)) => {
                 let listed: Vec<String> = issues.iter().map(ToString::to_string).collect();
                 tracing::error!(

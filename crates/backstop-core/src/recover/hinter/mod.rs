@@ -163,6 +163,14 @@ impl Hinter {
         &self.table
     }
 
+    /// Uses another table from now on; counters and tool health stay (a smaller task bound
+    /// forgets the least recently used tasks).
+    pub fn set_table(&mut self, table: StrategyTable) {
+        let bound = NonZeroUsize::new(table.limits.tasks).unwrap_or(NonZeroUsize::MIN);
+        self.tasks.resize(bound);
+        self.table = table;
+    }
+
     /// How many tasks have counters now (never more than the bound).
     pub fn live_tasks(&self) -> usize {
         self.tasks.len()

@@ -241,13 +241,29 @@ impl StrategyTable {
     /// # Errors
     /// Every issue found, each path prefixed with its file's origin.
     pub fn load(user: Option<(&str, &str)>) -> Result<StrategyTable, Vec<Issue>> {
+        StrategyTable::load_all(user.as_slice())
+    }
+
+    /// The built-in table with user files (`(origin, text)`) over it, each over the ones
+    /// before.
+    ///
+    /// # Errors
+    /// Every issue found, each path prefixed with its file's origin (the last file's for a
+    /// table that does not hold together once merged).
+    pub fn load_all(users: &[(&str, &str)]) -> Result<StrategyTable, Vec<Issue>> {
         let mut table = parse_raw(DEFAULT_STRATEGIES).map_err(|i| prefixed("default", i))?;
-        if let Some((origin, text)) = user {
-            let over = parse_raw(text).map_err(|i| prefixed(origin, i))?;
-            merge(&mut table, over);
-            return build(table).map_err(|i| prefixed(origin, i));
+        let mut issues = Vec::new();
+        for (origin, text) in users {
+            match parse_raw(text) {
+                Ok(over) => merge(&mut table, over),
+                Err(found) => issues.extend(prefixed(origin, found)),
+            }
         }
-        build(table).map_err(|i| prefixed("default", i))
+        if !issues.is_empty() {
+            return Err(issues);
+        }
+        let last = users.last().map_or("default", |(origin, _)| origin);
+        build(table).map_err(|i| prefixed(last, i))
     }
 
     /// The strategies of a class.
