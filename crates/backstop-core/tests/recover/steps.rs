@@ -419,3 +419,82 @@ fn a_task_success_resets_its_counters_but_never_lifts_a_policy_stop() {
         1
     );
 }
+
+#[test]
+fn a_fallback_step_names_the_next_tool_of_the_chain_and_a_spent_chain_escalates() {
+    let table = StrategyTable::load(Some((
+        "chain.toml",
+        "[tools.search]\nfallbacks = [\"search-b\", \"search-c\"]\n",
+    )))
+    .unwrap();
+    let mut h = Hinter::new(table, HinterOptions { seed: 1 });
+    let missing = failure(r#"{"http_status": 501}"#);
+    let first = h.next("t1", &missing, &on("search"), t(0));
+    assert_eq!(
+        (first.action, first.fallback_tool.as_deref()),
+        (Action::FallbackTool, Some("search-b"))
+    );
+    let second = h.next("t2", &missing, &on("search-b"), t(1));
+    assert_eq!(second.fallback_tool.as_deref(), Some("search-c"));
+    let spent = h.next("t3", &missing, &on("search-c"), t(2));
+    assert_eq!(spent.action, Action::Escalate, "{}", spent.reason);
+    assert!(spent.escalation.is_some());
+    assert!(spent.reason.contains("every fallback"), "{}", spent.reason);
+
+    // A fallback whose breaker is open is passed over.
+    for i in 0..50 {
+        h.record_failure("search-b", Class::Transient, t(3 + i));
+    }
+    let skip = h.next("t4", &missing, &on("search"), t(60));
+    assert_eq!(
+        skip.fallback_tool.as_deref(),
+        Some("search-c"),
+        "{}",
+        skip.reason
+    );
+    // A peek names it too, and a tool with no chain names none.
+    assert_eq!(
+        h.peek("t5", &missing, &on("search"), t(60))
+            .fallback_tool
+            .as_deref(),
+        Some("search-c")
+    );
+    let unchained = h.next("t6", &missing, &on("other"), t(60));
+    assert_eq!(
+        (unchained.action, unchained.fallback_tool),
+        (Action::FallbackTool, None)
+    );
+}
+
+#[test]
+fn a_bad_fallback_chain_is_refused_with_its_path() {
+    let issues = StrategyTable::load(Some((
+        "chain.toml",
+        "[tools.search]\nfallbacks = [\"search\", \"b\", \"b\", \"\"]\n[tools.x]\nfallback = [\"y\"]\n",
+    )))
+    .unwrap_err();
+    let listed: Vec<String> = issues.iter().map(ToString::to_string).collect();
+    assert!(
+        listed
+            .iter()
+            .any(|i| i.contains("unknown_key") || i.contains("fallback")),
+        "{listed:#?}"
+    );
+    let issues = StrategyTable::load(Some((
+        "chain.toml",
+        "[tools.search]\nfallbacks = [\"search\", \"b\", \"b\", \"\"]\n",
+    )))
+    .unwrap_err();
+    let codes: Vec<(&str, &str)> = issues
+        .iter()
+        .map(|i| (i.path.as_str(), i.code.as_str()))
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            ("chain.toml:tools.search.fallbacks[0]", "self_fallback"),
+            ("chain.toml:tools.search.fallbacks[2]", "duplicate"),
+            ("chain.toml:tools.search.fallbacks[3]", "bad_name"),
+        ]
+    );
+}

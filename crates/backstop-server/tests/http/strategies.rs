@@ -92,3 +92,26 @@ fn a_reload_with_bad_strategies_keeps_the_old_ones() {
     assert_eq!(task_max(&server, "t2"), 2, "the old strategies stay");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_fallback_step_names_the_next_tool_of_the_configured_chain() {
+    let dir = std::env::temp_dir().join(format!("backstop-chain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let chain = dir.join("chain.toml");
+    std::fs::write(&chain, "[tools.search]\nfallbacks = [\"search-b\"]\n").unwrap();
+    let server = start_with(|c| c.strategies = vec![chain.clone()]);
+    let missing = |task: &str, tool: &str| json!({"task": task, "report": {"http_status": 501}, "context": {"tool": tool}});
+    let step = server
+        .post("/v1/recover", Some(AGENT_A), &missing("t1", "search"))
+        .json();
+    assert_eq!(
+        (step["action"].as_str(), step["fallback_tool"].as_str()),
+        (Some("fallback_tool"), Some("search-b")),
+        "{step}"
+    );
+    let spent = server
+        .post("/v1/recover", Some(AGENT_A), &missing("t2", "search-b"))
+        .json();
+    assert_eq!(spent["action"], "escalate", "{spent}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -514,7 +514,9 @@ fn sighup_loads_a_new_pack_and_a_bad_reload_keeps_the_old_ones() {
     assert_eq!(status, 200, "{result}");
     assert_eq!(result["status"], "undecided", "{result}");
     assert!(
-        server.stderr().contains("reloaded packs, rules and strategies"),
+        server
+            .stderr()
+            .contains("reloaded packs, rules and strategies"),
         "{}",
         server.stderr()
     );

@@ -10,7 +10,7 @@ use jiff::Timestamp;
 use lru::LruCache;
 use serde::{Deserialize, Serialize};
 
-use super::breaker::{Breaker, BreakerView, counts_against_tool};
+use super::breaker::{Breaker, BreakerState, BreakerView, counts_against_tool};
 use super::budget::{BudgetView, RetryBudget};
 use super::strategy::{Action, MAX_STRATEGIES, StrategyTable};
 use crate::class::{ALL_CLASSES, Class};
@@ -67,6 +67,10 @@ pub struct Step {
     pub budget: Option<BudgetView>,
     /// Who to hand the task to, when the action is `escalate`.
     pub escalation: Option<Escalation>,
+    /// The tool to fall back to, when the action is `fallback_tool` and the failing tool has
+    /// a fallback chain: the next one in it whose breaker is not open.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback_tool: Option<String>,
     /// Why this step, in words.
     pub reason: String,
 }
@@ -237,7 +241,9 @@ impl Hinter {
         {
             h.budget.try_spend(now);
         }
-        plan.step
+        let mut step = plan.step;
+        self.name_fallback(&mut step, ctx, now);
+        step
     }
 
     /// The step `next` would give, changing nothing.
@@ -260,7 +266,7 @@ impl Hinter {
         {
             h.breaker.record_failure(now);
         }
-        plan(
+        let mut step = plan(
             &self.table,
             self.seed,
             task,
@@ -271,7 +277,50 @@ impl Hinter {
             now,
             false,
         )
-        .step
+        .step;
+        self.name_fallback(&mut step, ctx, now);
+        step
+    }
+
+    /// Names the tool a `fallback_tool` step falls back to: the next one in the failing
+    /// tool's chain whose breaker is not open. A chain with none left escalates: a fallback
+    /// chain is finite, and what comes after it is a person.
+    fn name_fallback(&self, step: &mut Step, ctx: &Context, now: Timestamp) {
+        if step.action != Action::FallbackTool {
+            return;
+        }
+        let Some(tool) = ctx.tool.as_deref() else {
+            return;
+        };
+        let Some(rest) = self.table.fallbacks_after(tool) else {
+            return;
+        };
+        let open = |t: &str| {
+            self.tools
+                .peek(t)
+                .is_some_and(|h| h.breaker.view(now).state == BreakerState::Open)
+        };
+        if let Some(next) = rest.iter().find(|t| !open(t)) {
+            step.fallback_tool = Some(next.clone());
+            step.hint = format!("{} Fall back to {next}.", step.hint.trim_end());
+            step.reason = format!(
+                "{}; the next tool in the fallback chain is {next}",
+                step.reason
+            );
+        } else {
+            let to = self.table.limits.escalate_to.clone();
+            let why = format!(
+                "{}; every fallback after {tool} has been tried or has its breaker open",
+                step.reason
+            );
+            step.action = Action::Escalate;
+            step.hint = format!("Hand the task to {to}: no fallback tool is left after {tool}.");
+            step.escalation = Some(Escalation {
+                to,
+                why: why.clone(),
+            });
+            step.reason = why;
+        }
     }
 
     /// Forgets a task's counters.

@@ -180,6 +180,7 @@ pub(super) fn plan(
             breaker,
             budget,
             escalation,
+            fallback_tool: None,
             reason,
         }
     };

@@ -27,8 +27,17 @@ pub(super) struct RawTable {
     classes: BTreeMap<String, Vec<RawStrategy>>,
     #[serde(default)]
     grants: Vec<RawGrant>,
+    #[serde(default)]
+    tools: BTreeMap<String, RawTool>,
     breaker: Option<BreakerConfig>,
     budget: Option<BudgetConfig>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTool {
+    #[serde(default)]
+    fallbacks: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -125,6 +134,7 @@ pub(super) fn merge(base: &mut RawTable, over: RawTable) {
     let mut grants = over.grants;
     grants.append(&mut base.grants);
     base.grants = grants;
+    base.tools.extend(over.tools);
     base.breaker = over.breaker.or(base.breaker);
     base.budget = over.budget.or(base.budget);
 }
@@ -266,6 +276,7 @@ pub(super) fn build(raw: RawTable) -> Result<StrategyTable, Vec<Issue>> {
             })
         })
         .collect();
+    let fallbacks = fallback_chains(raw.tools, &mut issues);
     let breaker = raw.breaker.unwrap_or_default();
     issues.extend(breaker.validate("breaker"));
     let budget = raw.budget.unwrap_or_default();
@@ -276,12 +287,50 @@ pub(super) fn build(raw: RawTable) -> Result<StrategyTable, Vec<Issue>> {
             backoff,
             classes,
             grants,
+            fallbacks,
             breaker,
             budget,
         })
     } else {
         Err(issues)
     }
+}
+
+/// Each tool's fallback chain, checked: names given, none twice, never the tool itself.
+fn fallback_chains(
+    tools: BTreeMap<String, RawTool>,
+    issues: &mut Vec<Issue>,
+) -> BTreeMap<String, Vec<String>> {
+    let mut chains = BTreeMap::new();
+    for (tool, raw) in tools {
+        let path = join_path(&join_path("tools", &tool), "fallbacks");
+        let mut seen: Vec<&str> = Vec::new();
+        for (i, fallback) in raw.fallbacks.iter().enumerate() {
+            let at = format!("{path}[{i}]");
+            if fallback.trim().is_empty() || fallback.len() > 200 {
+                issues.push(Issue::new(
+                    &at,
+                    "bad_name",
+                    "a tool name is 1 to 200 characters",
+                ));
+            } else if *fallback == tool {
+                issues.push(Issue::new(
+                    &at,
+                    "self_fallback",
+                    "a tool cannot fall back to itself",
+                ));
+            } else if seen.contains(&fallback.as_str()) {
+                issues.push(Issue::new(
+                    &at,
+                    "duplicate",
+                    format!("`{fallback}` is already in the chain"),
+                ));
+            }
+            seen.push(fallback);
+        }
+        chains.insert(tool, raw.fallbacks);
+    }
+    chains
 }
 
 fn build_class(

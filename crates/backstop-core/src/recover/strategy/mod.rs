@@ -224,6 +224,9 @@ pub struct StrategyTable {
     pub classes: BTreeMap<Class, Vec<Strategy>>,
     /// Configured grants for unclassified failures.
     pub grants: Vec<GrantRule>,
+    /// Per tool, the ordered, finite chain of tools a `fallback_tool` step may name
+    /// (`[tools.search] fallbacks = ["search-b", "search-c"]`).
+    pub fallbacks: BTreeMap<String, Vec<String>>,
     /// Each tool's circuit breaker.
     pub breaker: BreakerConfig,
     /// Each tool's retry budget.
@@ -264,6 +267,19 @@ impl StrategyTable {
         }
         let last = users.last().map_or("default", |(origin, _)| origin);
         build(table).map_err(|i| prefixed(last, i))
+    }
+
+    /// The tools left to fall back to after `tool` failed, in order: the rest of the chain it
+    /// belongs to (its own chain, or the one it is a fallback in); `None` when it is in no
+    /// chain.
+    pub fn fallbacks_after(&self, tool: &str) -> Option<&[String]> {
+        if let Some(chain) = self.fallbacks.get(tool) {
+            return Some(chain);
+        }
+        self.fallbacks.values().find_map(|chain| {
+            let at = chain.iter().position(|t| t == tool)?;
+            Some(&chain[at + 1..])
+        })
     }
 
     /// The strategies of a class.
