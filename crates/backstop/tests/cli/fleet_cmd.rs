@@ -11,6 +11,9 @@ use serde_json::json;
 use crate::serve_cmd::{Setup, VENDOR, client, get, post, post_raw};
 use crate::serve_postgres::Schema;
 
+/// No per-caller rate limit: the load and the checks after it are one caller's.
+const UNLIMITED: &str = "[limits]\nrate_per_second = 1000000000\nburst = 1000000000\n";
+
 /// Sends failures of tasks `k-0`, `k-1`, ... to the two servers in turn, kills the first after
 /// a while, and checks the second's state: the acknowledged ones all counted, and it answers.
 fn one_killed_mid_load_leaves_the_other_with_the_same_state(setup: &Setup, extra: &[&str]) {
@@ -74,7 +77,7 @@ fn one_killed_mid_load_leaves_the_other_with_the_same_state(setup: &Setup, extra
 
 #[test]
 fn on_one_sqlite_file_a_killed_server_leaves_the_other_whole() {
-    let setup = Setup::new("fleet-sqlite", &[VENDOR], "");
+    let setup = Setup::new("fleet-sqlite", &[VENDOR], UNLIMITED);
     one_killed_mid_load_leaves_the_other_with_the_same_state(&setup, &[]);
 }
 
@@ -83,6 +86,6 @@ fn on_postgres_a_killed_server_leaves_the_other_whole() {
     let Some(schema) = Schema::fresh("fleet") else {
         return;
     };
-    let setup = Setup::new("fleet-postgres", &[VENDOR], "");
+    let setup = Setup::new("fleet-postgres", &[VENDOR], UNLIMITED);
     one_killed_mid_load_leaves_the_other_with_the_same_state(&setup, &["--db", &schema.url]);
 }
