@@ -29,6 +29,19 @@ pub(crate) struct FailureEvent {
     idempotency: Option<IdempotencyMark>,
 }
 
+impl FailureEvent {
+    /// What a review item for this failure's escalation carries.
+    pub(crate) fn escalation(&self, task: &str, to: &str) -> backstop_store::TaskEscalation {
+        backstop_store::TaskEscalation {
+            task: task.to_owned(),
+            tool: self.context.tool.clone(),
+            class: self.classification.class.as_str().to_owned(),
+            evidence: serde_json::to_value(&self.classification.evidence).unwrap_or(Value::Null),
+            to: to.to_owned(),
+        }
+    }
+}
+
 /// An idempotency key (scoped to its caller) and the hash of the request that first used it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 pub struct IdempotencyMark {
@@ -221,4 +234,19 @@ pub(crate) fn redacted(
         context,
         idempotency,
     }
+}
+
+/// The decision on a task's review item that lets its agent try again.
+pub const RETRY_DECISION: &str = "retry";
+
+/// For a task's review item resolved with [`RETRY_DECISION`], the event that resets the task
+/// (lifting a policy stop), so its agent may try again.
+pub fn task_review_reset(item: &backstop_store::ReviewItem, by: &str) -> Option<CallEvent> {
+    let decided = item.resolution.as_ref()?;
+    (item.kind == "task" && decided.decision == RETRY_DECISION).then(|| CallEvent {
+        at: decided.at,
+        kind: "task_reset_all".to_owned(),
+        subject: task_key(&item.caller, &item.case_id),
+        body: serde_json::json!({"by": by, "review": item.id}).to_string(),
+    })
 }

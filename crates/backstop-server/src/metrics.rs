@@ -54,6 +54,13 @@ impl Metrics {
         });
     }
 
+    /// One escalation that is not a decision's (a task's, from `/v1/recover`).
+    pub fn escalation(&self, trigger: &str) {
+        self.with(|c| {
+            *c.escalations.entry(trigger.to_owned()).or_default() += 1;
+        });
+    }
+
     /// One store call's time.
     pub fn store_latency(&self, took: Duration) {
         let seconds = took.as_secs_f64();

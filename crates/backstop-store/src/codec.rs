@@ -34,3 +34,13 @@ pub fn to_json<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
 pub fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, StoreError> {
     serde_json::from_str(text).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
+
+/// A task item's stored detail read back.
+pub fn task_detail(detail: Option<&str>) -> Result<Option<crate::TaskEscalation>, StoreError> {
+    detail
+        .map(|text| {
+            serde_json::from_str(text)
+                .map_err(|e| StoreError::Corrupt(format!("a task review's detail: {e}")))
+        })
+        .transpose()
+}

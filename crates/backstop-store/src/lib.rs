@@ -140,6 +140,16 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// position (0 when it is empty): a process starts from there.
     fn events_since(&self, since: Timestamp) -> Result<(Vec<JournalEntry>, i64), StoreError>;
 
+    /// Opens a review item for a task's escalation, unless the caller's task has one open
+    /// already: the new item, or `None`.
+    fn open_task_review(
+        &self,
+        caller: &str,
+        escalation: &TaskEscalation,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<Option<ReviewItem>, StoreError>;
+
     /// Whether the store answers: a cheap read.
     fn ping(&self) -> Result<(), StoreError>;
 }
@@ -251,6 +261,29 @@ pub struct ReviewItem {
     pub retry_used: bool,
     /// The resolution, once resolved.
     pub resolution: Option<ResolvedBy>,
+    /// `case` (a held case: `job` and `case_id` name it) or `task` (a call-level escalation:
+    /// `case_id` is the task, `job` is empty).
+    pub kind: String,
+    /// For a `task` item: the task, tool, class and evidence of the failure that escalated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskEscalation>,
+}
+
+/// What a task's escalation carries to the person it goes to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TaskEscalation {
+    /// The task.
+    pub task: String,
+    /// The tool that failed, when named.
+    pub tool: Option<String>,
+    /// The failure's class.
+    pub class: String,
+    /// The classification's evidence (secrets redacted).
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
+    pub evidence: serde_json::Value,
+    /// Who it goes to.
+    pub to: String,
 }
 
 /// How a review item was resolved.

@@ -92,17 +92,24 @@ pub async fn recover(
     // A task is the caller's own: another caller's task of the same name is another task.
     let task = task_key(&caller.id, &body.task);
     let event = redacted(classification, context, idempotency);
+    let body_json = serde_json::to_string(&event).unwrap_or_default();
     let applied = state
         .attempts
         .journal(CallEvent {
             at: now,
             kind: "failure".to_owned(),
             subject: task,
-            body: serde_json::to_string(&event).unwrap_or_default(),
+            body: body_json,
         })
         .await?;
     match applied {
-        Applied::Step(step) => Ok(Json(step).into_response()),
+        Applied::Step(step) => {
+            if let Some(escalation) = &step.escalation {
+                let detail = event.escalation(&body.task, &escalation.to);
+                open_task_review(&state, caller.id.clone(), detail, step.reason.clone()).await;
+            }
+            Ok(Json(step).into_response())
+        }
         Applied::Replayed(step) => Ok(([(REPLAYED_HEADER, "true")], Json(step)).into_response()),
         Applied::Conflict => Err(ApiError::new(
             StatusCode::CONFLICT,
@@ -114,6 +121,31 @@ pub async fn recover(
             "the call journal",
             &"gave no step for a failure",
         )),
+    }
+}
+
+/// Opens a review item for a task's escalation (one open item per task) and counts it; a
+/// failure to open one is logged, never fatal to the step.
+async fn open_task_review(
+    state: &Arc<AppState>,
+    caller: String,
+    detail: backstop_store::TaskEscalation,
+    reason: String,
+) {
+    let store = Arc::clone(&state.store);
+    let opened = tokio::task::spawn_blocking(move || {
+        store.open_task_review(&caller, &detail, &reason, Timestamp::now())
+    })
+    .await;
+    match opened {
+        Ok(Ok(Some(_))) => state.metrics.escalation("task"),
+        Ok(Ok(None)) => {}
+        Ok(Err(e)) => {
+            tracing::error!(error = %e, "could not open a review item for a task's escalation");
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "could not open a review item for a task's escalation");
+        }
     }
 }
 

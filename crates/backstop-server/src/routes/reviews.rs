@@ -111,7 +111,8 @@ pub struct ResolveBody {
     note: Option<String>,
 }
 
-/// An operator resolves a review item; this ends the case's cycle.
+/// An operator resolves a review item; this ends the case's cycle. A task's item resolved
+/// with `retry` also resets the task (lifting a policy stop), so its agent may try again.
 #[utoipa::path(post, path = "/v1/reviews/{id}/resolve", tag = "reviews",
     params(("id" = i64, Path, description = "The review item")),
     request_body = ResolveBody,
@@ -153,7 +154,12 @@ pub async fn resolve(
     .await
     .map_err(|e| ApiError::internal("a resolution failed", &e))?;
     match resolved {
-        Ok(item) => Ok(Json(item)),
+        Ok(item) => {
+            if let Some(reset) = crate::journal::task_review_reset(&item, &caller.id) {
+                state.attempts.journal(reset).await?;
+            }
+            Ok(Json(item))
+        }
         Err(StoreError::NotFound(message)) => Err(ApiError::new(
             StatusCode::NOT_FOUND,
             "unknown_review",

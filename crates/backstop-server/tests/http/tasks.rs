@@ -128,3 +128,56 @@ fn a_reset_through_one_server_is_seen_by_the_other() {
     let next = a.post("/v1/recover", Some(AGENT_A), &failure).json();
     assert_eq!(next["attempts"]["class_used"], 1, "{next}");
 }
+
+#[test]
+fn an_escalation_opens_one_review_item_and_a_retry_decision_resets_the_task() {
+    let server = start();
+    let missing =
+        json!({"task": "t1", "report": {"http_status": 501}, "context": {"tool": "search"}});
+    let steps: Vec<Value> = (0..4)
+        .map(|_| server.post("/v1/recover", Some(AGENT_A), &missing).json())
+        .collect();
+    assert_eq!(steps[2]["action"], "escalate", "{}", steps[2]);
+    assert_eq!(steps[3]["action"], "escalate", "{}", steps[3]);
+
+    let open = server.get("/v1/reviews?status=open", Some(OPERATOR)).json();
+    let items: Vec<&Value> = open["reviews"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] == "task")
+        .collect();
+    assert_eq!(items.len(), 1, "one open item per task: {open}");
+    let item = items[0];
+    assert_eq!(item["case_id"], "t1");
+    assert_eq!(item["caller"], "agent-a");
+    assert_eq!(item["task"]["tool"], "search");
+    assert_eq!(item["task"]["class"], "capability_missing");
+    assert!(
+        item["task"]["evidence"]
+            .as_array()
+            .is_some_and(|e| !e.is_empty()),
+        "{item}"
+    );
+    assert_eq!(item["escalation"], steps[2]["escalation"]["to"]);
+    let metrics = server.get("/metrics", None).text;
+    assert!(
+        metrics.contains("backstop_escalations_total{trigger=\"task\"} 1"),
+        "{metrics}"
+    );
+
+    let id = item["id"].as_i64().unwrap();
+    let resolved = server.post(
+        &format!("/v1/reviews/{id}/resolve"),
+        Some(OPERATOR),
+        &json!({"decision": "retry", "note": "the search index is rebuilt"}),
+    );
+    assert_eq!(resolved.status, 200, "{}", resolved.text);
+    let view = server.get("/v1/tasks/t1", Some(AGENT_A)).json();
+    assert_eq!(
+        view["task_used"], 0,
+        "a retry decision resets the task: {view}"
+    );
+    let again = server.post("/v1/recover", Some(AGENT_A), &missing).json();
+    assert_eq!(again["action"], "fallback_tool", "{again}");
+}

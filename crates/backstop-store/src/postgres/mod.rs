@@ -19,7 +19,7 @@ use postgres::{Client, NoTls};
 
 use crate::{
     CallEvent, CaseRecord, JournalEntry, Purged, Reply, Resolution, ReviewFilter, ReviewItem,
-    Store, StoreError,
+    Store, StoreError, TaskEscalation,
 };
 
 mod ledger;
@@ -119,6 +119,16 @@ impl Store for PostgresStore {
 
     fn events_since(&self, since: Timestamp) -> Result<(Vec<JournalEntry>, i64), StoreError> {
         self.with(|client| queries::events_since(client, since))
+    }
+
+    fn open_task_review(
+        &self,
+        caller: &str,
+        escalation: &TaskEscalation,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<Option<ReviewItem>, StoreError> {
+        self.with(|client| queries::open_task_review(client, caller, escalation, reason, now))
     }
 
     fn ping(&self) -> Result<(), StoreError> {

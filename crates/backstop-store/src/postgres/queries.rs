@@ -8,11 +8,11 @@ use super::uint;
 use crate::codec::timestamp;
 use crate::{
     CallEvent, CaseRecord, CycleAttempt, JournalEntry, Purged, Resolution, ResolvedBy,
-    ReviewFilter, ReviewItem, StoreError,
+    ReviewFilter, ReviewItem, StoreError, TaskEscalation,
 };
 
 const REVIEW_COLUMNS: &str = "id, caller, job, case_id, lane, escalation, reason, opened_at, \
-    retry_allowed, retry_used, resolved_at, resolved_by, decision, note";
+    retry_allowed, retry_used, resolved_at, resolved_by, decision, note, kind, detail";
 
 pub fn case(
     client: &mut Client,
@@ -255,5 +255,57 @@ fn review_row(row: &Row) -> Result<ReviewItem, StoreError> {
             }),
             None => None,
         },
+        kind: row.get(14),
+        task: crate::codec::task_detail(row.get::<_, Option<&str>>(15))?,
     })
+}
+
+/// Opens a task's review item unless one is open for the caller's task (one at a time per
+/// task, across connections: an advisory lock on the caller's task).
+pub fn open_task_review(
+    client: &mut Client,
+    caller: &str,
+    escalation: &TaskEscalation,
+    reason: &str,
+    now: Timestamp,
+) -> Result<Option<ReviewItem>, StoreError> {
+    let mut tx = client.transaction()?;
+    tx.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+        &[&format!(
+            "backstop-task-review\u{1f}{caller}\u{1f}{}",
+            escalation.task
+        )],
+    )?;
+    let open: bool = tx
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM reviews
+             WHERE kind = 'task' AND resolved_at IS NULL AND caller = $1 AND case_id = $2)",
+            &[&caller, &escalation.task],
+        )?
+        .get(0);
+    if open {
+        return Ok(None);
+    }
+    let detail = serde_json::to_string(escalation)
+        .map_err(|e| StoreError::Database(format!("cannot store the escalation: {e}")))?;
+    let row = tx.query_one(
+        &format!(
+            "INSERT INTO reviews (caller, job, case_id, lane, escalation, reason, opened_at,
+                                  retry_allowed, kind, detail)
+             VALUES ($1, '', $2, 'task', $3, $4, $5, FALSE, 'task', $6)
+             RETURNING {REVIEW_COLUMNS}"
+        ),
+        &[
+            &caller,
+            &escalation.task,
+            &escalation.to,
+            &reason,
+            &now.as_millisecond(),
+            &detail,
+        ],
+    )?;
+    let item = review_row(&row)?;
+    tx.commit()?;
+    Ok(Some(item))
 }

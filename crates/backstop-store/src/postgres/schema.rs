@@ -5,7 +5,7 @@ use postgres::Client;
 use crate::StoreError;
 
 /// The migrations, in order; the same tables as the `SQLite` store's.
-const MIGRATIONS: [&str; 3] = [
+const MIGRATIONS: [&str; 4] = [
     r"
 CREATE TABLE cases (
     caller       TEXT    NOT NULL,
@@ -98,6 +98,12 @@ BEGIN
         'WHERE e.id > $1 ORDER BY e.id' USING p_after;
 END
 $$;
+",
+    // Review items for tasks' escalations beside held cases.
+    r"
+ALTER TABLE reviews ADD COLUMN kind TEXT NOT NULL DEFAULT 'case';
+ALTER TABLE reviews ADD COLUMN detail TEXT;
+CREATE INDEX reviews_task ON reviews (caller, case_id) WHERE kind = 'task' AND resolved_at IS NULL;
 ",
 ];
 

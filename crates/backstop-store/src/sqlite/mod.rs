@@ -19,7 +19,7 @@ use rusqlite::Connection;
 
 use crate::{
     CallEvent, CaseRecord, JournalEntry, Purged, Reply, Resolution, ReviewFilter, ReviewItem,
-    Store, StoreError,
+    Store, StoreError, TaskEscalation,
 };
 
 mod checkpoint;
@@ -136,6 +136,18 @@ impl Store for SqliteStore {
 
     fn events_since(&self, since: Timestamp) -> Result<(Vec<JournalEntry>, i64), StoreError> {
         self.read(|connection| queries::events_since(connection, since))
+    }
+
+    fn open_task_review(
+        &self,
+        caller: &str,
+        escalation: &TaskEscalation,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<Option<ReviewItem>, StoreError> {
+        self.write(|connection| {
+            queries::open_task_review(connection, caller, escalation, reason, now)
+        })
     }
 
     fn ping(&self) -> Result<(), StoreError> {

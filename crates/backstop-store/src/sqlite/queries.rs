@@ -7,11 +7,11 @@ use super::ledger::attempts;
 use crate::codec::{millis, timestamp};
 use crate::{
     CallEvent, CaseRecord, CycleAttempt, JournalEntry, Purged, Resolution, ResolvedBy,
-    ReviewFilter, ReviewItem, StoreError,
+    ReviewFilter, ReviewItem, StoreError, TaskEscalation,
 };
 
 const REVIEW_COLUMNS: &str = "id, caller, job, case_id, lane, escalation, reason, opened_at,
-    retry_allowed, retry_used, resolved_at, resolved_by, decision, note";
+    retry_allowed, retry_used, resolved_at, resolved_by, decision, note, kind, detail";
 
 pub fn case(
     connection: &Connection,
@@ -130,6 +130,48 @@ pub fn resolve(
         }),
         ..item
     })
+}
+
+/// Opens a task's review item unless one is open for the caller's task.
+pub fn open_task_review(
+    connection: &mut Connection,
+    caller: &str,
+    escalation: &TaskEscalation,
+    reason: &str,
+    now: Timestamp,
+) -> Result<Option<ReviewItem>, StoreError> {
+    let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let open: bool = tx.query_row(
+        "SELECT EXISTS (SELECT 1 FROM reviews
+         WHERE kind = 'task' AND resolved_at IS NULL AND caller = ?1 AND case_id = ?2)",
+        params![caller, escalation.task],
+        |row| row.get(0),
+    )?;
+    if open {
+        return Ok(None);
+    }
+    let detail = serde_json::to_string(escalation)
+        .map_err(|e| StoreError::Database(format!("cannot store the escalation: {e}")))?;
+    tx.prepare_cached(
+        "INSERT INTO reviews (caller, job, case_id, lane, escalation, reason, opened_at,
+                              retry_allowed, kind, detail)
+         VALUES (?1, '', ?2, 'task', ?3, ?4, ?5, 0, 'task', ?6)",
+    )?
+    .execute(params![
+        caller,
+        escalation.task,
+        escalation.to,
+        reason,
+        millis(now),
+        detail
+    ])?;
+    let id = tx.last_insert_rowid();
+    let sql = format!("SELECT {REVIEW_COLUMNS} FROM reviews WHERE id = ?1");
+    let item = tx
+        .prepare_cached(&sql)?
+        .query_row(params![id], review_row)??;
+    tx.commit()?;
+    Ok(Some(item))
 }
 
 pub fn purge(connection: &mut Connection, before: Timestamp) -> Result<Purged, StoreError> {
@@ -254,12 +296,16 @@ fn review_row(row: &Row<'_>) -> rusqlite::Result<Result<ReviewItem, StoreError>>
         retry_allowed: row.get(8)?,
         retry_used: row.get(9)?,
         resolution: None,
+        kind: row.get(14)?,
+        task: None,
     };
     let by: Option<String> = row.get(11)?;
     let decision: Option<String> = row.get(12)?;
     let note: Option<String> = row.get(13)?;
+    let detail: Option<String> = row.get(15)?;
     Ok((|| {
         item.opened_at = timestamp(opened_at)?;
+        item.task = crate::codec::task_detail(detail.as_deref())?;
         if let Some(at) = resolved_at {
             item.resolution = Some(ResolvedBy {
                 at: timestamp(at)?,

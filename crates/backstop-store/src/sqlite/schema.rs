@@ -9,7 +9,7 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use crate::StoreError;
 
 /// The migrations, in order; `PRAGMA user_version` records how many have run.
-const MIGRATIONS: [&str; 3] = [
+const MIGRATIONS: [&str; 4] = [
     r"
 CREATE TABLE cases (
     caller       TEXT    NOT NULL,
@@ -92,6 +92,12 @@ INSERT INTO events_journal (id, at, kind, subject, body) SELECT id, at, kind, su
 DROP TABLE events;
 ALTER TABLE events_journal RENAME TO events;
 CREATE INDEX events_at ON events (at);
+",
+    // Review items for tasks' escalations beside held cases.
+    r"
+ALTER TABLE reviews ADD COLUMN kind TEXT NOT NULL DEFAULT 'case';
+ALTER TABLE reviews ADD COLUMN detail TEXT;
+CREATE INDEX reviews_task ON reviews (caller, case_id) WHERE kind = 'task' AND resolved_at IS NULL;
 ",
 ];
 

@@ -44,6 +44,7 @@ macro_rules! conformance_suite {
             reviews::a_gather_lane_allows_one_retry,
             reviews::a_gather_retry_that_decides_closes_the_review,
             reviews::a_gather_retry_left_undecided_goes_back_to_review,
+            reviews::a_task_escalation_opens_one_review_item_at_a_time,
             keeping::records_keep_keys_sources_locators_and_hashes_only,
             keeping::purge_deletes_attempts_past_retention,
             keeping::call_events_are_journaled_and_purged,

@@ -175,3 +175,59 @@ pub fn a_gather_retry_left_undecided_goes_back_to_review(store: &dyn Store) {
     let next = ask(store, &pack, "a", &company("e3", Some(&id), &one), at(2));
     assert_eq!(next.refused(), "case_in_review");
 }
+
+/// A task's escalation opens one review item for the caller's task (not one per further
+/// failure); once resolved, the next escalation opens another.
+pub fn a_task_escalation_opens_one_review_item_at_a_time(store: &dyn Store) {
+    let escalation = backstop_store::TaskEscalation {
+        task: "build-7".to_owned(),
+        tool: Some("ci".to_owned()),
+        class: "transient".to_owned(),
+        evidence: json!([{"field": "http_status", "value": "503", "rule": "http.503"}]),
+        to: "the on-call engineer".to_owned(),
+    };
+    let item = store
+        .open_task_review(
+            "agent-a",
+            &escalation,
+            "the task's attempts are spent",
+            at(0),
+        )
+        .unwrap()
+        .expect("the first escalation opens an item");
+    assert_eq!(
+        (item.kind.as_str(), item.case_id.as_str(), item.job.as_str()),
+        ("task", "build-7", "")
+    );
+    assert_eq!(item.task.as_ref(), Some(&escalation));
+    assert_eq!(item.escalation, "the on-call engineer");
+    assert!(
+        store
+            .open_task_review("agent-a", &escalation, "again", at(1))
+            .unwrap()
+            .is_none(),
+        "one open item per task"
+    );
+    let other = store
+        .open_task_review("agent-b", &escalation, "theirs", at(1))
+        .unwrap();
+    assert!(other.is_some(), "another caller's task is another task");
+    let listed = store
+        .reviews(&ReviewFilter {
+            open: Some(true),
+            job: None,
+            caller: Some("agent-a".to_owned()),
+            limit: None,
+        })
+        .unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].task.as_ref(), Some(&escalation));
+    store.resolve_review(item.id, &operator(), at(2)).unwrap();
+    assert!(
+        store
+            .open_task_review("agent-a", &escalation, "once more", at(3))
+            .unwrap()
+            .is_some(),
+        "a resolved item lets the next escalation open one"
+    );
+}

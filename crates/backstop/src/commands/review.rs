@@ -69,6 +69,13 @@ pub fn resolve(
     };
     match store.resolve_review(args.id, &resolution, now) {
         Ok(item) => {
+            // A task's item resolved with `retry` resets the task for every server on the
+            // ledger (the position does not matter: nothing is read back).
+            if let Some(reset) = backstop_server::journal::task_review_reset(&item, &args.by)
+                && let Err(e) = store.journal(&[reset], i64::MAX)
+            {
+                return store_failed(&e, err);
+            }
             serde_json::to_writer_pretty(&mut *out, &item)?;
             writeln!(out)?;
             Ok(EXIT_OK)
