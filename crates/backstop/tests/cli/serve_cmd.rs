@@ -1021,3 +1021,26 @@ fn signals_right_after_the_listening_line_are_handled() {
         }
     }
 }
+
+#[test]
+fn a_bad_strategies_file_refuses_the_start_with_its_path() {
+    let setup = Setup::new("serve-bad-strategies", &[VENDOR], "");
+    let bad = setup.dir.write(
+        "strategies.toml",
+        "[limits]\ntask_max_attempts = 0\n[tools.search]\nfallbacks = [\"search\"]\n",
+    );
+    let refused = serve_refused(
+        setup.dir.path(),
+        &["--config", arg(&setup.config), "--strategies", arg(&bad)],
+    );
+    refused.expect_code(2);
+    for code in ["out_of_range", "self_fallback"] {
+        assert!(
+            refused
+                .stderr
+                .lines()
+                .any(|line| line.contains("strategies.toml") && line.contains(code)),
+            "no {code} issue naming the file: {refused:#?}"
+        );
+    }
+}
