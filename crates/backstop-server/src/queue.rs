@@ -64,10 +64,22 @@ pub enum QueueError {
     Stopped,
 }
 
-/// The queue of attempts and journal events, and the thread that runs them.
+/// The queue of attempts and journal events, and the thread that runs them; dropping it lets
+/// the thread finish its queue and waits for it (so the store it holds is closed, and a `SQLite`
+/// WAL truncated, before the process ends).
 #[derive(Debug)]
 pub struct AttemptQueue {
-    jobs: SyncSender<Job>,
+    jobs: Option<SyncSender<Job>>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl Drop for AttemptQueue {
+    fn drop(&mut self) {
+        drop(self.jobs.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 impl std::fmt::Debug for Job {
@@ -95,7 +107,7 @@ impl AttemptQueue {
         position: i64,
     ) -> std::io::Result<AttemptQueue> {
         let (jobs, queued) = mpsc::sync_channel::<Job>(QUEUE_BOUND);
-        thread::Builder::new()
+        let thread = thread::Builder::new()
             .name("backstop-attempts".to_owned())
             .spawn(move || {
                 let mut follower = Follower {
@@ -131,7 +143,10 @@ impl AttemptQueue {
                     }
                 }
             })?;
-        Ok(AttemptQueue { jobs })
+        Ok(AttemptQueue {
+            jobs: Some(jobs),
+            thread: Some(thread),
+        })
     }
 
     /// Runs one attempt; the answer comes once it is committed (or refused), with the time the
@@ -174,7 +189,8 @@ impl AttemptQueue {
     }
 
     fn send(&self, job: Job) -> Result<(), QueueError> {
-        self.jobs.try_send(job).map_err(|e| match e {
+        let jobs = self.jobs.as_ref().ok_or(QueueError::Stopped)?;
+        jobs.try_send(job).map_err(|e| match e {
             TrySendError::Full(_) => QueueError::Full,
             TrySendError::Disconnected(_) => QueueError::Stopped,
         })

@@ -10,6 +10,7 @@
 //! - `queries`: cases, review items and the purge
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use backstop_core::case::Request;
@@ -27,6 +28,9 @@ mod ledger;
 mod queries;
 mod schema;
 
+/// How many writes pass between two looks at the WAL's size.
+const RESTART_CHECK_EVERY: u64 = 32;
+
 /// The embedded store: a `SQLite` file in WAL mode.
 ///
 /// Writes go through one connection behind a mutex; each attempt is one `BEGIN IMMEDIATE`
@@ -35,6 +39,10 @@ mod schema;
 #[derive(Debug)]
 pub struct SqliteStore {
     path: PathBuf,
+    /// The WAL file, and the writes since the store opened (its size is looked at every
+    /// [`RESTART_CHECK_EVERY`] writes).
+    wal: PathBuf,
+    writes: AtomicU64,
     writer: Mutex<Connection>,
     reader: Mutex<Connection>,
     // Dropped last: its final checkpoint runs after the connections above are closed.
@@ -51,6 +59,8 @@ impl SqliteStore {
         let reader = schema::connect(&path)?;
         let checkpointer = checkpoint::Checkpointer::start(&path)?;
         Ok(Self {
+            wal: PathBuf::from(format!("{}-wal", path.display())),
+            writes: AtomicU64::new(0),
             path,
             writer: Mutex::new(writing),
             reader: Mutex::new(reader),
@@ -73,7 +83,16 @@ impl SqliteStore {
             .lock()
             // A panic mid-call rolled its transaction back: the connection is sound.
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        work(&mut connection)
+        let done = work(&mut connection);
+        // Between two writes, the WAL is kept from growing without bound (see `checkpoint`).
+        if self
+            .writes
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(RESTART_CHECK_EVERY)
+        {
+            checkpoint::restart_if_large(&connection, &self.wal);
+        }
+        done
     }
 
     fn read<T>(

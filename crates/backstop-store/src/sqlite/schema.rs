@@ -115,6 +115,12 @@ pub fn connect(path: &Path) -> Result<Connection, StoreError> {
     connection.pragma_update(None, "page_size", 2048)?;
     connection.pragma_update(None, "journal_mode", "WAL")?;
     connection.pragma_update(None, "synchronous", "NORMAL")?;
+    // When a checkpoint starts the WAL over, the file is cut back to this size.
+    connection.pragma_update(
+        None,
+        "journal_size_limit",
+        i64::try_from(super::checkpoint::RESTART_BYTES).unwrap_or(i64::MAX),
+    )?;
     connection.pragma_update(None, "foreign_keys", "ON")?;
     connection.pragma_update(None, "cache_size", -32_000)?;
     // A fixed plan per statement: without it, bundled SQLite (built with STAT4) prepares a

@@ -478,6 +478,11 @@ fn serve_answers_health_and_readiness_and_finishes_a_request_in_flight_on_sigter
 
     let (code, stderr) = server.wait();
     assert_eq!(code, Some(0), "{stderr}");
+    // A clean stop closes the ledger: every thread holding it is joined and the WAL is
+    // truncated.
+    let wal = setup.dir.path().join("ledger.db-wal");
+    let left = std::fs::metadata(&wal).map_or(0, |m| m.len());
+    assert_eq!(left, 0, "{left} bytes of WAL left after a clean stop");
 }
 
 #[test]
