@@ -50,6 +50,22 @@ impl ApiError {
         }
     }
 
+    /// A store failure: a busy or unreachable store is 503 `busy` with `Retry-After` (nothing
+    /// was changed; the same request may pass later), anything else [`ApiError::internal`].
+    pub fn store(what: &str, error: &backstop_store::StoreError) -> Self {
+        if let backstop_store::StoreError::Busy(detail) = error {
+            tracing::warn!(error = %detail, "{what}: the store is busy");
+            let mut busy = Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "busy",
+                "the ledger is busy; nothing was changed: send the same request again shortly",
+            );
+            busy.retry_after = Some(1);
+            return busy;
+        }
+        Self::internal(what, error)
+    }
+
     /// A failure of the service itself: logged in full, answered without internals.
     pub fn internal(what: &str, error: &dyn std::fmt::Display) -> Self {
         tracing::error!(error = %error, "{what}");

@@ -222,9 +222,7 @@ impl From<JournalError> for crate::error::ApiError {
             JournalError::Queue(QueueError::Stopped) => {
                 crate::error::ApiError::internal("the ledger thread", &"has stopped")
             }
-            JournalError::Store(e) => {
-                crate::error::ApiError::internal("the call journal failed", &e)
-            }
+            JournalError::Store(e) => crate::error::ApiError::store("the call journal failed", &e),
         }
     }
 }

@@ -339,4 +339,8 @@ pub enum StoreError {
     /// A stored value could not be read back.
     #[error("the store holds a record it cannot read: {0}")]
     Corrupt(String),
+    /// The database is busy (locked past the busy timeout) or cannot be reached for now: the
+    /// same call may pass later, and nothing was changed.
+    #[error("the store is busy: {0}")]
+    Busy(String),
 }

@@ -50,7 +50,7 @@ pub async fn decide(
             return Err(ApiError::internal("the attempt queue", &"has stopped"));
         }
     };
-    let reply = reply.map_err(|e| ApiError::internal("the ledger failed", &e))?;
+    let reply = reply.map_err(|e| ApiError::store("the ledger failed", &e))?;
     state.metrics.store_latency(took);
     match reply {
         Reply::Counted(result) => {
@@ -89,7 +89,7 @@ pub async fn show(
         tokio::task::spawn_blocking(move || store.case(&caller, &job, &id))
             .await
             .map_err(|e| ApiError::internal("a case lookup failed", &e))?
-            .map_err(|e| ApiError::internal("the ledger failed", &e))?
+            .map_err(|e| ApiError::store("the ledger failed", &e))?
     };
     found.map(Json).ok_or_else(|| {
         ApiError::new(

@@ -96,7 +96,7 @@ pub async fn list(
     let items = tokio::task::spawn_blocking(move || store.reviews(&filter))
         .await
         .map_err(|e| ApiError::internal("a review listing failed", &e))?
-        .map_err(|e| ApiError::internal("the ledger failed", &e))?;
+        .map_err(|e| ApiError::store("the ledger failed", &e))?;
     Ok(Json(ReviewList { reviews: items }))
 }
 
@@ -170,6 +170,6 @@ pub async fn resolve(
             "already_resolved",
             message,
         )),
-        Err(e) => Err(ApiError::internal("the ledger failed", &e)),
+        Err(e) => Err(ApiError::store("the ledger failed", &e)),
     }
 }

@@ -4,6 +4,7 @@
 //! own, and talks to it with a blocking HTTP client; `fleet` starts two on one ledger.
 
 mod auth;
+mod busy;
 mod calls;
 mod cases;
 mod fleet;

@@ -141,7 +141,31 @@ impl Store for PostgresStore {
 
 impl From<postgres::Error> for StoreError {
     fn from(error: postgres::Error) -> Self {
-        StoreError::Database(error.to_string())
+        use postgres::error::SqlState;
+        // The server's own words and code, never the driver's bare "db error".
+        let Some(db) = error.as_db_error() else {
+            // No answer from the server: the connection is gone or going.
+            return if error.is_closed() {
+                StoreError::Busy(format!("the PostgreSQL connection is closed: {error}"))
+            } else {
+                StoreError::Database(error.to_string())
+            };
+        };
+        let text = format!("{} (SQLSTATE {})", db.message(), db.code().code());
+        let busy = [
+            SqlState::LOCK_NOT_AVAILABLE,
+            SqlState::T_R_DEADLOCK_DETECTED,
+            SqlState::T_R_SERIALIZATION_FAILURE,
+            SqlState::QUERY_CANCELED,
+            SqlState::TOO_MANY_CONNECTIONS,
+            SqlState::ADMIN_SHUTDOWN,
+            SqlState::CANNOT_CONNECT_NOW,
+        ];
+        if busy.contains(db.code()) {
+            StoreError::Busy(text)
+        } else {
+            StoreError::Database(text)
+        }
     }
 }
 

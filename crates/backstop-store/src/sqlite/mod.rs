@@ -179,6 +179,11 @@ impl Store for SqliteStore {
 
 impl From<rusqlite::Error> for StoreError {
     fn from(error: rusqlite::Error) -> Self {
-        StoreError::Database(error.to_string())
+        match error.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+                StoreError::Busy(error.to_string())
+            }
+            _ => StoreError::Database(error.to_string()),
+        }
     }
 }
