@@ -1,9 +1,10 @@
 //! Who is asking: an API key (`Authorization: Bearer KEY`) names a caller and a role; the key is
 //! compared by its SHA-256, never stored.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::{FromRequestParts, Request, State};
+use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
@@ -70,24 +71,32 @@ pub async fn authenticate(
                     .or_else(|| v.strip_prefix("bearer "))
             })
             .map(str::trim);
-        let Some(key) = presented.filter(|k| !k.is_empty()) else {
-            return ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "unauthorized",
-                "send an API key as `Authorization: Bearer KEY`",
-            )
-            .into_response();
-        };
-        match state.keys.get(&hash_key(key)) {
-            Some(caller) => caller.clone(),
-            None => {
-                return ApiError::new(
-                    StatusCode::UNAUTHORIZED,
-                    "unauthorized",
-                    "the API key is not known",
-                )
-                .into_response();
+        let known = presented
+            .filter(|k| !k.is_empty())
+            .and_then(|key| state.keys.get(&hash_key(key)));
+        if let Some(caller) = known {
+            caller.clone()
+        } else {
+            let address = request
+                .extensions()
+                .get::<ConnectInfo<SocketAddr>>()
+                .map_or_else(|| "unknown".to_owned(), |c| c.0.ip().to_string());
+            if let Err(wait) = state.auth_failures.take(&address) {
+                let mut error = ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "rate_limited",
+                    format!("too many failed authentications from {address}; retry after {wait} s"),
+                );
+                error.retry_after = Some(wait);
+                return error.into_response();
             }
+            let message = if presented.is_some_and(|k| !k.is_empty()) {
+                "the API key is not known"
+            } else {
+                "send an API key as `Authorization: Bearer KEY`"
+            };
+            return ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+                .into_response();
         }
     };
     if let Err(wait) = state.limiter.take(&caller.id) {

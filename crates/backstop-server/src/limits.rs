@@ -20,6 +20,15 @@ pub struct RateLimiter {
     buckets: Mutex<HashMap<String, (f64, Instant)>>,
 }
 
+/// Keys (callers, client addresses) past which full buckets are forgotten.
+const MAX_KEYS: usize = 10_000;
+
+/// Failed authentications a client address may make per second, and at once: past them it is
+/// answered 429 with `Retry-After`, so guessing keys is slow.
+pub const AUTH_FAILURES_PER_SECOND: f64 = 5.0;
+/// See [`AUTH_FAILURES_PER_SECOND`].
+pub const AUTH_FAILURES_BURST: f64 = 20.0;
+
 impl RateLimiter {
     /// `rate` requests per second, `burst` at once.
     pub fn new(rate: f64, burst: f64) -> Self {
@@ -37,6 +46,13 @@ impl RateLimiter {
             .buckets
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if buckets.len() >= MAX_KEYS && !buckets.contains_key(caller) {
+            // Forget the keys whose buckets are full again: they lose nothing.
+            let (rate, burst) = (self.rate, self.burst);
+            buckets.retain(|_, (tokens, at)| {
+                *tokens + now.duration_since(*at).as_secs_f64() * rate < burst
+            });
+        }
         let (tokens, at) = buckets
             .entry(caller.to_owned())
             .or_insert((self.burst, now));

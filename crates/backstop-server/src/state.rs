@@ -38,6 +38,8 @@ pub struct AppState {
     pub config_path: Option<PathBuf>,
     /// Requests per caller.
     pub limiter: RateLimiter,
+    /// Failed authentications per client address.
+    pub auth_failures: RateLimiter,
     /// Counters for `/metrics`.
     pub metrics: Metrics,
 }
@@ -86,6 +88,10 @@ impl AppState {
             hinter,
             keys,
             limiter: RateLimiter::new(config.limits.rate_per_second, config.limits.burst),
+            auth_failures: RateLimiter::new(
+                crate::limits::AUTH_FAILURES_PER_SECOND,
+                crate::limits::AUTH_FAILURES_BURST,
+            ),
             config,
             config_path,
             metrics: Metrics::default(),

@@ -51,6 +51,9 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Config(cli::ConfigCommand::Check(args)) => {
             commands::config::check(&args, &mut out)?
         }
+        Command::Config(cli::ConfigCommand::NewKey) => {
+            commands::config::new_key(&mut out, &mut err)?
+        }
         Command::Config(cli::ConfigCommand::HashKey(args)) => {
             let mut input = io::stdin().lock();
             commands::config::hash(&args, &mut input, &mut out, &mut err)?

@@ -120,3 +120,23 @@ fn with_no_keys_every_request_is_the_local_operator() {
     assert_eq!(answer.status, 200);
     assert_eq!(answer.json()["by"], "local");
 }
+
+#[test]
+fn guessing_keys_from_one_address_is_slowed_to_429_and_a_known_key_still_passes() {
+    let server = crate::support::start();
+    let statuses: Vec<(u16, Option<String>)> = (0..40)
+        .map(|i| {
+            let answer = server.get("/v1/tools", Some(&format!("guess-{i}")));
+            (answer.status, answer.retry_after)
+        })
+        .collect();
+    assert_eq!(statuses[0].0, 401);
+    let limited: Vec<&(u16, Option<String>)> = statuses.iter().filter(|(s, _)| *s == 429).collect();
+    assert!(
+        !limited.is_empty(),
+        "40 wrong keys at once all got 401: {statuses:?}"
+    );
+    assert!(limited.iter().all(|(_, retry)| retry.is_some()));
+    let known = server.get("/v1/tools", Some(crate::support::AGENT_A));
+    assert_eq!(known.status, 200, "{}", known.text);
+}

@@ -47,8 +47,12 @@ pub enum ConfigCommand {
         after_help = "Exit codes:\n  0  no issues\n  1  issues found (listed)\n  2  the file could not be read"
     )]
     Check(ConfigCheckArgs),
-    /// Print the hash of an API key, for a `[[keys]]` entry (the key itself is never stored).
+    /// Print the hash of an API key, for a `[[keys]]` entry (the key itself is never stored);
+    /// a key is at least 32 characters.
     HashKey(HashKeyArgs),
+    /// Make a new random API key: prints the key (give it to the caller) and its hash (put it
+    /// in a `[[keys]]` entry).
+    NewKey,
 }
 
 /// `backstop config check`.

@@ -1,5 +1,6 @@
 //! `backstop config check|hash-key`.
 
+use std::fmt::Write as _;
 use std::io::{self, Read, Write};
 
 use backstop_core::Issue;
@@ -76,10 +77,35 @@ pub fn hash(
         input.read_to_string(&mut text)?;
         text.trim_end_matches(['\n', '\r']).to_owned()
     };
-    if key.trim().is_empty() {
-        writeln!(err, "backstop: an API key must not be empty")?;
+    let length = key.chars().count();
+    if length < MIN_KEY_CHARS {
+        writeln!(
+            err,
+            "backstop: an API key must be at least {MIN_KEY_CHARS} characters, not {length} \
+             (a short key can be guessed); `backstop config new-key` makes one"
+        )?;
         return Ok(EXIT_BAD_INPUT);
     }
     writeln!(out, "{}", hash_key(&key))?;
+    Ok(EXIT_OK)
+}
+
+/// The shortest API key `hash-key` takes.
+pub const MIN_KEY_CHARS: usize = 32;
+
+/// Prints a new random API key (256 bits from the system's random source, in hex) and, on the
+/// next line, its hash for the config.
+pub fn new_key(out: &mut impl Write, err: &mut impl Write) -> io::Result<u8> {
+    let mut bytes = [0u8; 32];
+    if let Err(e) = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)) {
+        writeln!(err, "backstop: cannot read the system's random source: {e}")?;
+        return Ok(super::EXIT_ISSUES);
+    }
+    let key = bytes.iter().fold(String::with_capacity(64), |mut key, b| {
+        let _ = write!(key, "{b:02x}");
+        key
+    });
+    writeln!(out, "key  {key}")?;
+    writeln!(out, "hash {}", hash_key(&key))?;
     Ok(EXIT_OK)
 }

@@ -574,8 +574,8 @@ fn hash_key(key: &str, on_stdin: bool) -> String {
 
 #[test]
 fn api_keys_name_callers_and_only_an_operator_resolves_a_review() {
-    const AGENT: &str = "agent-secret-1";
-    const OPERATOR: &str = "operator-secret-2";
+    const AGENT: &str = "agent-secret-1-0123456789abcdef0123456789";
+    const OPERATOR: &str = "operator-secret-2-0123456789abcdef012345678";
     let agent_hash = hash_key(AGENT, false);
     let operator_hash = hash_key(OPERATOR, true);
     assert_ne!(agent_hash, operator_hash);
@@ -672,7 +672,7 @@ fn an_open_service_listens_on_loopback_only_and_keys_allow_any_address() {
         &[VENDOR],
         &format!(
             "[[keys]]\nhash = \"{}\"\ncaller = \"a\"\nrole = \"agent\"\n",
-            hash_key("k", false)
+            hash_key("k-0123456789abcdef0123456789abcdef", false)
         ),
     );
     let mut server = with_key.start(&["--listen", "0.0.0.0:0"]);
@@ -867,12 +867,21 @@ fn config_check_exits_0_1_or_2_and_lists_every_issue_as_json() {
 
 #[test]
 fn config_hash_key_prints_the_sha256_of_a_key_from_the_argument_or_stdin() {
-    let abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
-    assert_eq!(hash_key("abc", false), abc);
+    // The SHA-256 of 32 × "a".
+    let key = "a".repeat(32);
+    let sha = "3ba3f5f43b92602683c19aee62a20342b084dd5971ddd33808d81a328879a547";
+    assert_eq!(hash_key(&key, false), sha);
     assert_eq!(
-        hash_key("abc", true),
-        abc,
+        hash_key(&key, true),
+        sha,
         "the newline on stdin is not hashed"
+    );
+    let abc = sha;
+    let short = run(&["config", "hash-key", "abc"], b"");
+    short.expect_code(2);
+    assert!(
+        short.stderr.contains("at least 32 characters"),
+        "{short:#?}"
     );
     for refused in [
         run(&["config", "hash-key", ""], b""),
@@ -885,6 +894,19 @@ fn config_hash_key_prints_the_sha256_of_a_key_from_the_argument_or_stdin() {
             "{refused:#?}"
         );
     }
+}
+
+#[test]
+fn config_new_key_prints_a_random_key_and_its_hash() {
+    let made = run(&["config", "new-key"], b"");
+    made.expect_code(0);
+    let lines: Vec<&str> = made.stdout.lines().collect();
+    let key = lines[0].strip_prefix("key  ").expect("a key line");
+    let hash = lines[1].strip_prefix("hash ").expect("a hash line");
+    assert_eq!(key.len(), 64, "256 bits in hex: {key}");
+    assert_eq!(hash_key(key, false), hash, "the hash is the key's");
+    let again = run(&["config", "new-key"], b"");
+    assert_ne!(again.stdout, made.stdout, "each key is new");
 }
 
 #[test]
