@@ -11,7 +11,7 @@ use axum::routing::{get, post};
 
 use crate::auth::authenticate;
 use crate::error::ApiError;
-use crate::limits::timeout;
+use crate::limits::{content_length_limit, timeout};
 use crate::state::AppState;
 
 pub mod cases;
@@ -52,6 +52,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::extract::DefaultBodyLimit::max(body_limit))
         .layer(middleware::from_fn_with_state(Arc::clone(&state), timeout))
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&state),
+            content_length_limit,
+        ))
         .with_state(state)
 }
 

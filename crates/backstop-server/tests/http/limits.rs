@@ -158,3 +158,38 @@ fn rule_folders_are_loaded_in_name_order() {
     assert_eq!(answer.json()["rule"], "mine.frob", "{}", answer.text);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_declared_body_over_the_limit_is_refused_at_once_without_waiting_for_it() {
+    use std::io::{Read, Write};
+    let server = start_with(|config| config.limits.body_bytes = 4096);
+    let mut stream = std::net::TcpStream::connect(server.address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(3)))
+        .unwrap();
+    // 5 MiB declared, 64 bytes sent, and the connection left open.
+    write!(
+        stream,
+        "POST /v1/classify HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {AGENT_A}\r\n\
+         Content-Type: application/json\r\nContent-Length: 5242880\r\n\r\n{}",
+        "{".repeat(64)
+    )
+    .unwrap();
+    let mut answer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while let Ok(n) = stream.read(&mut chunk) {
+        if n == 0 {
+            break;
+        }
+        answer.extend_from_slice(&chunk[..n]);
+        if answer.windows(4).any(|w| w == b"\r\n\r\n") && answer.ends_with(b"}") {
+            break;
+        }
+    }
+    let text = String::from_utf8_lossy(&answer);
+    assert!(
+        text.starts_with("HTTP/1.1 413"),
+        "no 413 within 3 s: {text:?}"
+    );
+    assert!(text.contains("\"too_large\""), "{text}");
+}
