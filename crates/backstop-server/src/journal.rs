@@ -71,6 +71,9 @@ pub struct CallState {
     /// Task counters, tool breakers and budgets.
     pub hinter: Hinter,
     idempotent: LruCache<String, Remembered>,
+    /// Tasks that escalated since their last reset: their review item is open (or was resolved
+    /// without a reset), so a further escalation opens none.
+    escalated: LruCache<String, ()>,
 }
 
 /// What applying one event gave.
@@ -78,8 +81,14 @@ pub struct CallState {
 pub enum Applied {
     /// Not a task's failure: nothing to answer.
     Nothing,
-    /// A task's failure, counted: its step.
-    Step(Step),
+    /// A task's failure, counted: its step, and whether it is the task's first escalation
+    /// since its last reset (then a review item is opened for it).
+    Step {
+        /// The step.
+        step: Step,
+        /// The first escalation since the task's last reset.
+        first_escalation: bool,
+    },
     /// A failure resent with the same idempotency key and request: the first step, nothing
     /// counted.
     Replayed(Step),
@@ -93,6 +102,9 @@ impl CallState {
         CallState {
             hinter,
             idempotent: LruCache::new(
+                NonZeroUsize::new(IDEMPOTENCY_KEYS).unwrap_or(NonZeroUsize::MIN),
+            ),
+            escalated: LruCache::new(
                 NonZeroUsize::new(IDEMPOTENCY_KEYS).unwrap_or(NonZeroUsize::MIN),
             ),
         }
@@ -131,11 +143,24 @@ impl CallState {
                     },
                 );
             }
-            return Applied::Step(step);
+            // Decided here, in journal order, so every process agrees which escalation of a
+            // task is its first (and no request handler waits on this state's lock).
+            let first_escalation = step.escalation.is_some()
+                && self.escalated.put(event.subject.clone(), ()).is_none();
+            return Applied::Step {
+                step,
+                first_escalation,
+            };
         }
         if event.kind == "strategies" {
             self.use_strategies(event);
             return Applied::Nothing;
+        }
+        if matches!(
+            event.kind.as_str(),
+            "task_success" | "task_reset" | "task_reset_all"
+        ) {
+            self.escalated.pop(&event.subject);
         }
         apply_other(&mut self.hinter, event);
         Applied::Nothing

@@ -103,8 +103,12 @@ pub async fn recover(
         })
         .await?;
     match applied {
-        Applied::Step(step) => {
-            if let Some(escalation) = &step.escalation {
+        Applied::Step {
+            step,
+            first_escalation,
+        } => {
+            // A task's first escalation since its reset opens a review item.
+            if first_escalation && let Some(escalation) = &step.escalation {
                 let detail = event.escalation(&body.task, &escalation.to);
                 open_task_review(&state, caller.id.clone(), detail, step.reason.clone()).await;
             }

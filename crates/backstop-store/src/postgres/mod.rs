@@ -3,8 +3,9 @@
 //! Each attempt is one transaction that first takes two transaction-scoped advisory locks —
 //! one for the execution id, one for the case (or, for an issued-mode first request, for the
 //! caller's issued cases on the job) — so attempts on one case are serialized across every
-//! connection and process, and the limit holds under any concurrency. This process uses one
-//! connection, behind a mutex.
+//! connection and process, and the limit holds under any concurrency. This process uses two
+//! connections, each behind a mutex: one for attempts and the call journal, one for everything
+//! else, so a review item or a listing never holds up an attempt.
 //!
 //! - `schema`: migrations, recorded in `backstop_schema`
 //! - `ledger`: one attempt in one transaction
@@ -28,7 +29,11 @@ mod schema;
 
 /// The `PostgreSQL` store.
 pub struct PostgresStore {
+    /// Attempts and the call journal: the service's ledger thread is its one user.
     client: Mutex<Client>,
+    /// Everything else (case and review reads, review items, the purge), so that none of it
+    /// ever holds up an attempt or a journal event.
+    side: Mutex<Client>,
     /// The call journal's statements, prepared once: each call is then one round trip.
     journal: queries::JournalStatements,
 }
@@ -43,20 +48,26 @@ impl PostgresStore {
     /// Connects with a libpq-style string (`host=127.0.0.1 user=postgres dbname=backstop`, or
     /// a `postgres://` URL) and brings the schema up to date.
     pub fn connect(config: &str) -> Result<Self, StoreError> {
-        let mut client = Client::connect(config, NoTls)
-            .map_err(|e| StoreError::Database(format!("cannot connect to PostgreSQL: {e}")))?;
-        // The ledger's queries touch a few rows each: a parallel plan only adds a worker's
-        // start (about 5 ms) where the planner's estimate is stale, as it is for the newest
-        // journal events.
-        client
-            .batch_execute("SET max_parallel_workers_per_gather = 0")
-            .map_err(|e| StoreError::Database(format!("cannot configure the session: {e}")))?;
+        let mut client = session(config)?;
         schema::migrate(&mut client)?;
         let journal = queries::JournalStatements::prepare(&mut client)?;
         Ok(Self {
             client: Mutex::new(client),
+            side: Mutex::new(session(config)?),
             journal,
         })
+    }
+
+    /// Runs `work` on the side connection (see [`PostgresStore`]).
+    fn side<T>(
+        &self,
+        work: impl FnOnce(&mut Client) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut client = self
+            .side
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        work(&mut client)
     }
 
     fn with<T>(
@@ -70,6 +81,19 @@ impl PostgresStore {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         work(&mut client)
     }
+}
+
+/// One connection, set up for the ledger's queries.
+fn session(config: &str) -> Result<Client, StoreError> {
+    let mut client = Client::connect(config, NoTls)
+        .map_err(|e| StoreError::Database(format!("cannot connect to PostgreSQL: {e}")))?;
+    // The ledger's queries touch a few rows each: a parallel plan only adds a worker's start
+    // (about 5 ms) where the planner's estimate is stale, as it is for the newest journal
+    // events.
+    client
+        .batch_execute("SET max_parallel_workers_per_gather = 0")
+        .map_err(|e| StoreError::Database(format!("cannot configure the session: {e}")))?;
+    Ok(client)
 }
 
 impl Store for PostgresStore {
@@ -89,11 +113,11 @@ impl Store for PostgresStore {
         job: &str,
         case_id: &str,
     ) -> Result<Option<CaseRecord>, StoreError> {
-        self.with(|client| queries::case(client, caller, job, case_id))
+        self.side(|client| queries::case(client, caller, job, case_id))
     }
 
     fn reviews(&self, filter: &ReviewFilter) -> Result<Vec<ReviewItem>, StoreError> {
-        self.with(|client| queries::reviews(client, filter))
+        self.side(|client| queries::reviews(client, filter))
     }
 
     fn resolve_review(
@@ -102,11 +126,11 @@ impl Store for PostgresStore {
         resolution: &Resolution,
         now: Timestamp,
     ) -> Result<ReviewItem, StoreError> {
-        self.with(|client| queries::resolve(client, id, resolution, now))
+        self.side(|client| queries::resolve(client, id, resolution, now))
     }
 
     fn purge(&self, before: Timestamp) -> Result<Purged, StoreError> {
-        self.with(|client| queries::purge(client, before))
+        self.side(|client| queries::purge(client, before))
     }
 
     fn journal(&self, events: &[CallEvent], after: i64) -> Result<Vec<JournalEntry>, StoreError> {
@@ -128,11 +152,11 @@ impl Store for PostgresStore {
         reason: &str,
         now: Timestamp,
     ) -> Result<Option<ReviewItem>, StoreError> {
-        self.with(|client| queries::open_task_review(client, caller, escalation, reason, now))
+        self.side(|client| queries::open_task_review(client, caller, escalation, reason, now))
     }
 
     fn ping(&self) -> Result<(), StoreError> {
-        self.with(|client| {
+        self.side(|client| {
             client.simple_query("SELECT 1")?;
             Ok(())
         })
