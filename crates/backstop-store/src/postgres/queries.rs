@@ -270,9 +270,6 @@ pub fn open_task_review(
     now: Timestamp,
 ) -> Result<Option<ReviewItem>, StoreError> {
     let mut tx = client.transaction()?;
-    // Like the call journal, a task's review item does not wait for the disk: a flush per item
-    // held the servers' journal calls up behind it (see ARCHITECTURE.md, "The call journal").
-    tx.batch_execute("SET LOCAL synchronous_commit = off")?;
     tx.execute(
         "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
         &[&format!(
