@@ -115,6 +115,7 @@ pub fn parse_request(pack: &Pack, caller: &str, body: &Value) -> Result<Request,
         )]);
     };
     unknown_fields(top, "", &REQUEST_FIELDS, &mut issues);
+    nul_characters(body, "", &mut issues);
     let execution_id = execution_id(top.get("execution_id"), &mut issues);
     let questions = questions(pack, top.get("questions"), &mut issues);
     let related = related(pack, top.get("related"), &mut issues);
@@ -172,10 +173,40 @@ fn execution_id(value: Option<&Value>, issues: &mut Vec<Issue>) -> String {
                 format!("`execution_id` may have at most {MAX_EXECUTION_ID_CHARS} characters"),
             ));
         }
+        Some(Value::String(id)) if id.chars().any(|c| c.is_control() && c != '\0') => {
+            issues.push(Issue::new(
+                "execution_id",
+                "bad_characters",
+                "`execution_id` may not hold control characters",
+            ));
+        }
         Some(Value::String(id)) => return id.clone(),
         Some(other) => issues.push(wrong("execution_id", "a string", other)),
     }
     String::new()
+}
+
+/// Every string holding U+0000, with its path: no ledger can store it (`PostgreSQL` refuses it
+/// in text), so the request is refused whole rather than failing half-way.
+fn nul_characters(value: &Value, path: &str, issues: &mut Vec<Issue>) {
+    match value {
+        Value::String(text) if text.contains('\0') => issues.push(Issue::new(
+            path,
+            "bad_characters",
+            "a string may not hold U+0000 (NUL)",
+        )),
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                nul_characters(item, &format!("{path}[{i}]"), issues);
+            }
+        }
+        Value::Object(fields) => {
+            for (key, item) in fields {
+                nul_characters(item, &join_path(path, key), issues);
+            }
+        }
+        _ => {}
+    }
 }
 
 fn confidence(value: Option<&Value>, issues: &mut Vec<Issue>) -> Option<f64> {

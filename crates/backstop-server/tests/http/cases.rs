@@ -156,3 +156,37 @@ fn bad_json_unknown_routes_and_methods_are_refusals() {
         (405, "method_not_allowed".to_owned())
     );
 }
+
+#[test]
+fn nul_and_control_characters_are_refused_with_their_path_on_every_backend() {
+    let server = start();
+    let mut nul_id = vendor("e-1", "northwind.com", "Security first.");
+    nul_id["execution_id"] = json!("e\u{0}1");
+    let mut bell_id = vendor("e-2", "northwind.com", "Security first.");
+    bell_id["execution_id"] = json!("e\u{7}2");
+    let nul_text = vendor("e-3", "northwind.com", "Security\u{0} first.");
+    for (body, path) in [
+        (nul_id, "execution_id"),
+        (bell_id, "execution_id"),
+        (nul_text, "questions.data_access.excerpts[0].text"),
+    ] {
+        let refused = server.post(PATH, Some(AGENT_A), &body);
+        assert_eq!(
+            (refused.status, refused.refused()),
+            (400, "malformed".to_owned()),
+            "{}",
+            refused.text
+        );
+        let issues = refused.json()["error"]["issues"].clone();
+        assert!(
+            issues
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|i| i["path"] == path && i["code"] == "bad_characters"),
+            "{issues}"
+        );
+    }
+    let case = server.get("/v1/jobs/vendor-risk/cases/northwind.com", Some(AGENT_A));
+    assert_eq!(case.status, 404, "nothing was stored: {}", case.text);
+}
