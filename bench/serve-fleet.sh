@@ -15,29 +15,18 @@ connections=${2:-64}
 postgres=${3:-postgres://postgres@127.0.0.1:5432/test}
 half=$((connections / 2))
 
-if ! command -v wrk >/dev/null; then
-  echo "--- installing wrk (Debian package)"
-  apt-get install -y wrk >/dev/null
-fi
+source bench/common.sh
+ensure_wrk
 cargo build --release -q -p backstop
 
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
-cat > "$work/bench.toml" <<TOML
-packs = ["$(pwd)/packs"]
-[limits]
-rate_per_second = 1000000000
-burst = 1000000000
-TOML
+write_bench_config "$work"
 
 start() { # $1: port, $2: ledger
   ./target/release/backstop serve --listen "127.0.0.1:$1" --config "$work/bench.toml" \
     --db "$2" >"$work/server-$1.log" 2>&1 &
-  for _ in $(seq 100); do
-    curl -sf -o /dev/null "http://127.0.0.1:$1/healthz" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "server on $1 did not start:"; cat "$work/server-$1.log"; exit 1
+  wait_healthy "$1" "$work/server-$1.log"
 }
 
 percentile() { awk -v p="$1" '$1 == p {print $2}' "$2"; }

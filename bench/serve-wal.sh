@@ -11,29 +11,18 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 connections=${2:-64}
 
-if ! command -v wrk >/dev/null; then
-  echo "--- installing wrk (Debian package)"
-  apt-get install -y wrk >/dev/null
-fi
+source bench/common.sh
+ensure_wrk
 cargo build --release -q -p backstop
 
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
-cat > "$work/bench.toml" <<TOML
-db = "ledger.db"
-packs = ["$(pwd)/packs"]
-[limits]
-rate_per_second = 1000000000
-burst = 1000000000
-TOML
+write_bench_config "$work" 'db = "ledger.db"'
 
 ./target/release/backstop serve --listen 127.0.0.1:7694 --config "$work/bench.toml" \
   >"$work/server.log" 2>&1 &
 server=$!
-for _ in $(seq 100); do
-  curl -sf -o /dev/null http://127.0.0.1:7694/healthz && break
-  sleep 0.1
-done
+wait_healthy 7694 "$work/server.log"
 
 wal="$work/ledger.db-wal"
 (

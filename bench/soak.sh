@@ -9,23 +9,15 @@ cd "$(dirname "$0")/.."
 minutes=${1:-10}
 rate=${2:-300}
 
+source bench/common.sh
 cargo build --release -q -p backstop
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
-cat > "$work/soak.toml" <<TOML
-db = "ledger.db"
-packs = ["$(pwd)/packs"]
-[limits]
-rate_per_second = 1000000000
-burst = 1000000000
-TOML
-./target/release/backstop serve --listen 127.0.0.1:7696 --config "$work/soak.toml" \
+write_bench_config "$work" 'db = "ledger.db"'
+./target/release/backstop serve --listen 127.0.0.1:7696 --config "$work/bench.toml" \
   >"$work/server.log" 2>&1 &
 server=$!
-for _ in $(seq 100); do
-  curl -sf -o /dev/null http://127.0.0.1:7696/healthz && break
-  sleep 0.1
-done
+wait_healthy 7696 "$work/server.log"
 
 python3 - "$minutes" "$rate" "$server" "$work/ledger.db-wal" <<'PY'
 import http.client, json, os, sys, threading, time

@@ -162,21 +162,7 @@ fn a_task_success_resets_its_counters_survives_a_restart_and_lifts_no_stop() {
     assert_eq!(server.post("/v1/outcomes", Some(AGENT_A), &bad).status, 400);
 
     // The reset is journaled: a second server on the same ledger counts from it.
-    let mut config = backstop_server::Config {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        db: server.dir.join("ledger.db"),
-        packs: vec![crate::support::packs_dir()],
-        ..backstop_server::Config::default()
-    };
-    config.keys = vec![crate::support::key(
-        AGENT_A,
-        "agent-a",
-        backstop_server::config::Role::Agent,
-    )];
-    let scratch =
-        std::env::temp_dir().join(format!("backstop-http-task-reset-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch).unwrap();
-    let restarted = start_config(config, None, scratch);
+    let restarted = crate::support::start_beside(&server);
     let next = restarted
         .post("/v1/recover", Some(AGENT_A), &failure)
         .json();
