@@ -11,7 +11,7 @@ use axum::routing::{get, post};
 
 use crate::auth::authenticate;
 use crate::error::ApiError;
-use crate::limits::{content_length_limit, timeout};
+use crate::limits::{content_length_limit, query_encoding, timeout};
 use crate::state::AppState;
 
 pub mod cases;
@@ -56,6 +56,7 @@ pub fn router(state: Arc<AppState>) -> Router {
             Arc::clone(&state),
             content_length_limit,
         ))
+        .layer(middleware::from_fn(query_encoding))
         .with_state(state)
 }
 

@@ -193,3 +193,16 @@ fn a_declared_body_over_the_limit_is_refused_at_once_without_waiting_for_it() {
     );
     assert!(text.contains("\"too_large\""), "{text}");
 }
+
+#[test]
+fn a_query_that_is_not_utf8_once_decoded_is_refused_with_its_path() {
+    let server = start_with(|_| {});
+    let bad = server.get("/v1/reviews?job=%ff%fe", Some(crate::support::OPERATOR));
+    assert_eq!((bad.status, bad.refused()), (400, "malformed".to_owned()));
+    assert!(bad.text.contains("\"query\""), "{}", bad.text);
+    let good = server.get(
+        "/v1/reviews?job=vendor-risk",
+        Some(crate::support::OPERATOR),
+    );
+    assert_eq!(good.status, 200, "{}", good.text);
+}
