@@ -394,7 +394,7 @@ pub(crate) fn lock(state: &AppState) -> std::sync::MutexGuard<'_, CallState> {
 
 /// A task, tool or caller name: the shared length rule, and no control characters (they end
 /// up in metric labels and logs).
-pub(crate) fn check_name(name: &str, path: &str, issues: &mut Vec<Issue>) {
+pub fn check_name(name: &str, path: &str, issues: &mut Vec<Issue>) {
     if backstop_core::issue::check_name(name, path, "bad_name", &format!("`{path}`"), issues)
         && name.chars().any(char::is_control)
     {

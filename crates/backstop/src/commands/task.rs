@@ -2,9 +2,9 @@
 
 use std::io::{self, Write};
 
-use backstop_core::Issue;
 use backstop_core::recover::StrategyTable;
 use backstop_server::journal::{self, task_key};
+use backstop_server::routes::recover::check_name;
 use backstop_server::routes::tasks::TaskAnswer;
 use backstop_store::CallEvent;
 use jiff::Timestamp;
@@ -27,8 +27,8 @@ pub fn reset(args: &TaskArgs, out: &mut impl Write, err: &mut impl Write) -> io:
 
 fn run(args: &TaskArgs, reset: bool, out: &mut impl Write, err: &mut impl Write) -> io::Result<u8> {
     let mut issues = Vec::new();
-    name(&args.task, "task", &mut issues);
-    name(&args.caller, "--caller", &mut issues);
+    check_name(&args.task, "task", &mut issues);
+    check_name(&args.caller, "--caller", &mut issues);
     if !issues.is_empty() {
         return output::refuse_command(OutputMode::Json, &issues, out, err);
     }
@@ -66,16 +66,4 @@ fn run(args: &TaskArgs, reset: bool, out: &mut impl Write, err: &mut impl Write)
     serde_json::to_writer_pretty(&mut *out, &answer)?;
     writeln!(out)?;
     Ok(EXIT_OK)
-}
-
-fn name(value: &str, path: &str, issues: &mut Vec<Issue>) {
-    if backstop_core::issue::check_name(value, path, "bad_name", &format!("`{path}`"), issues)
-        && value.chars().any(char::is_control)
-    {
-        issues.push(Issue::new(
-            path,
-            "bad_name",
-            format!("`{path}` may not hold control characters"),
-        ));
-    }
 }
