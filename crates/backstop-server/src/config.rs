@@ -22,7 +22,15 @@ const TOP_KEYS: [&str; 7] = [
     "limits",
     "keys",
 ];
-const LIMIT_KEYS: [&str; 4] = ["body_bytes", "timeout_ms", "rate_per_second", "burst"];
+const LIMIT_KEYS: [&str; 7] = [
+    "body_bytes",
+    "timeout_ms",
+    "rate_per_second",
+    "burst",
+    "header_timeout_ms",
+    "idle_timeout_ms",
+    "max_connections",
+];
 const KEY_KEYS: [&str; 3] = ["hash", "caller", "role"];
 
 /// The service's settings.
@@ -57,6 +65,13 @@ pub struct Limits {
     pub rate_per_second: f64,
     /// Requests a caller may make at once before the rate applies (default 400).
     pub burst: f64,
+    /// From a request's first byte to the end of its head (default 10 s); past it, the
+    /// connection is closed.
+    pub header_timeout: Duration,
+    /// How long a connection may wait for its next request (default 60 s); past it, closed.
+    pub idle_timeout: Duration,
+    /// Connections open at once (default 1024); past it, new ones wait until one closes.
+    pub max_connections: usize,
 }
 
 impl Default for Limits {
@@ -66,6 +81,9 @@ impl Default for Limits {
             timeout: Duration::from_secs(10),
             rate_per_second: 200.0,
             burst: 400.0,
+            header_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_mins(1),
+            max_connections: 1024,
         }
     }
 }
@@ -271,6 +289,16 @@ fn limits(value: &Value, issues: &mut Vec<Issue>) -> Limits {
     if let Some(burst) = positive("burst") {
         limits.burst = burst.max(1.0);
     }
+    if let Some(ms) = positive("header_timeout_ms") {
+        limits.header_timeout = Duration::from_secs_f64(ms / 1000.0);
+    }
+    if let Some(ms) = positive("idle_timeout_ms") {
+        limits.idle_timeout = Duration::from_secs_f64(ms / 1000.0);
+    }
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    if let Some(n) = positive("max_connections") {
+        limits.max_connections = (n as usize).max(1);
+    }
     limits
 }
 
@@ -370,6 +398,9 @@ body_bytes = 2048
 timeout_ms = 500
 rate_per_second = 5
 burst = 10
+header_timeout_ms = 2500
+idle_timeout_ms = 30000
+max_connections = 64
 [[keys]]
 hash = "{}"
 caller = "agent-a"
@@ -382,6 +413,9 @@ role = "agent"
         assert_eq!(config.packs, [Path::new("/etc/backstop/packs")]);
         assert_eq!(config.rules, [Path::new("/abs/rules.toml")]);
         assert_eq!(config.limits.timeout, Duration::from_millis(500));
+        assert_eq!(config.limits.header_timeout, Duration::from_millis(2500));
+        assert_eq!(config.limits.idle_timeout, Duration::from_secs(30));
+        assert_eq!(config.limits.max_connections, 64);
         assert_eq!(config.keys[0].role, Role::Agent);
     }
 
@@ -394,6 +428,8 @@ packs = "packs"
 [limits]
 body_bytes = -1
 speed = 2
+idle_timeout_ms = 0
+max_connections = "many"
 [[keys]]
 hash = "plain-text-key"
 caller = "a"
@@ -416,6 +452,8 @@ caller = "b"
                 ("keys[1].hash", "required"),
                 ("keys[1].role", "required"),
                 ("limits.body_bytes", "out_of_range"),
+                ("limits.idle_timeout_ms", "out_of_range"),
+                ("limits.max_connections", "out_of_range"),
                 ("limits.speed", "unknown_key"),
                 ("listen", "bad_address"),
                 ("packs", "wrong_type"),

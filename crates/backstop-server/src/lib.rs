@@ -4,6 +4,7 @@
 //! - `catalog`: packs by job and classifier rules, swapped whole on a reload
 //! - `state`: what handlers share (ledger, catalog, hinter, keys, limiter, metrics)
 //! - `auth`: API keys by their SHA-256, callers and roles
+//! - `connection`: the accept loop, its connection cap and header-read and idle timeouts
 //! - `limits`: per-caller rate limits and the request timeout
 //! - `body`: JSON bodies within the size limit
 //! - `error`: the one refusal shape
@@ -21,6 +22,7 @@ pub mod auth;
 pub mod body;
 pub mod catalog;
 pub mod config;
+pub mod connection;
 pub mod error;
 pub mod journal;
 pub mod limits;
@@ -41,11 +43,11 @@ pub async fn serve(
     state: Arc<AppState>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    // The client's address is kept on each request: failed authentications are limited by it.
-    axum::serve(
-        listener,
-        router(state).into_make_service_with_connect_info::<std::net::SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await
+    let limits = state.config.limits;
+    let connections = connection::ConnectionLimits {
+        header_read: limits.header_timeout,
+        idle: limits.idle_timeout,
+        max_open: limits.max_connections,
+    };
+    connection::serve(listener, router(state), connections, shutdown).await
 }

@@ -7,6 +7,7 @@ mod auth;
 mod busy;
 mod calls;
 mod cases;
+mod connections;
 mod fleet;
 mod idempotency;
 mod limits;
