@@ -87,6 +87,62 @@ pub fn check_name(name: &str, path: &str, code: &str, noun: &str, issues: &mut V
     fits
 }
 
+/// The longest id or short label a request may send: an execution id, a related record's id,
+/// a source status, a review decision.
+pub const MAX_ID_CHARS: usize = 200;
+/// The longest excerpt `source` or `locator` (a URL, a file path with a line range).
+pub const MAX_LOCATOR_CHARS: usize = 2_000;
+/// The longest string answering a value question.
+pub const MAX_VALUE_CHARS: usize = 1_000;
+/// The longest free text a person or an agent adds: a review note, a recover context's error.
+pub const MAX_NOTE_CHARS: usize = 4_000;
+/// The longest header value a report may carry.
+pub const MAX_HEADER_VALUE_CHARS: usize = 8_192;
+
+/// Checks an id: not blank, at most [`MAX_ID_CHARS`] characters, no control characters (an id
+/// ends up in logs, metric labels and other ledgers). Records an issue at `path` naming it
+/// with `noun` (`` `execution_id` ``); returns whether it was good.
+pub fn check_id(id: &str, path: &str, noun: &str, issues: &mut Vec<Issue>) -> bool {
+    let problem = if id.trim().is_empty() {
+        Some(("empty", format!("{noun} must not be blank")))
+    } else if id.len() > MAX_ID_CHARS && id.chars().count() > MAX_ID_CHARS {
+        Some((
+            "too_long",
+            format!("{noun} may have at most {MAX_ID_CHARS} characters"),
+        ))
+    } else if id.chars().any(char::is_control) {
+        Some((
+            "bad_characters",
+            format!("{noun} may not hold control characters"),
+        ))
+    } else {
+        None
+    };
+    let good = problem.is_none();
+    if let Some((code, message)) = problem {
+        issues.push(Issue::new(path, code, message));
+    }
+    good
+}
+
+/// Checks `text` has at most `max` characters; otherwise records a `too_long` issue at
+/// `path`. Returns whether it fit.
+pub fn check_length(text: &str, path: &str, max: usize, issues: &mut Vec<Issue>) -> bool {
+    // A byte count within the cap is a character count within it: the common case is cheap.
+    if text.len() <= max {
+        return true;
+    }
+    let chars = text.chars().count();
+    if chars > max {
+        issues.push(Issue::new(
+            path,
+            "too_long",
+            format!("at most {max} characters here; {chars} were sent"),
+        ));
+    }
+    chars <= max
+}
+
 /// Appends a path segment: a field name after a dot, or an index in brackets.
 pub fn join_path(base: &str, segment: &str) -> String {
     if segment.is_empty() {

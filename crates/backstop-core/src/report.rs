@@ -192,6 +192,7 @@ impl Report {
             ));
         }
 
+        self.check_lengths(&mut issues);
         if self.schema.is_some() && self.output.is_none() {
             issues.push(Issue::new(
                 "schema",
@@ -227,6 +228,29 @@ impl Report {
             }
         }
         issues
+    }
+
+    /// The caps on the report's short text fields; `message` and `output` are bounded by the
+    /// request's size alone (only the first [`crate::classify::TEXT_CAP`] bytes of a message
+    /// are read).
+    fn check_lengths(&self, issues: &mut Vec<Issue>) {
+        use crate::issue::{MAX_HEADER_VALUE_CHARS, MAX_ID_CHARS, MAX_LOCATOR_CHARS, check_length};
+        let fields = [
+            ("tool", &self.tool, MAX_ID_CHARS),
+            ("operation", &self.operation, MAX_LOCATOR_CHARS),
+            ("exception", &self.exception, MAX_ID_CHARS),
+            ("error_code", &self.error_code, MAX_ID_CHARS),
+        ];
+        for (path, value, max) in fields {
+            if let Some(text) = value {
+                check_length(text, path, max, issues);
+            }
+        }
+        for (name, value) in self.headers.iter() {
+            let path = format!("headers.{name}");
+            check_length(name, "headers", MAX_ID_CHARS, issues);
+            check_length(value, &path, MAX_HEADER_VALUE_CHARS, issues);
+        }
     }
 
     /// The report with empty and blank text fields taken as absent (an exception whose text

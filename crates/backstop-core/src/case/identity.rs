@@ -25,6 +25,9 @@ pub fn normalize_subject(subject: &str, rule: MatchRule) -> Result<String, Strin
             "a case id may have at most {MAX_CASE_ID_CHARS} characters"
         ));
     }
+    if subject.chars().any(char::is_control) {
+        return Err("a case id may not hold control characters".to_owned());
+    }
     match rule {
         MatchRule::Exact => Ok(subject.to_owned()),
         MatchRule::CaseInsensitive => Ok(subject.to_lowercase()),

@@ -10,12 +10,12 @@ use serde_json::{Map, Value};
 use super::identity::{
     content_case_id, fields_case_id, full_hash, issued_case_id, normalize_subject, opening_hash,
 };
-use crate::issue::{Issue, join_path};
+use crate::issue::{Issue, MAX_LOCATOR_CHARS, MAX_VALUE_CHARS, check_id, check_length, join_path};
 use crate::judge::{Excerpt, QuestionEvidence};
 use crate::pack::{IdentityMode, Judge, Pack};
 
 /// The longest `execution_id`, in characters.
-pub const MAX_EXECUTION_ID_CHARS: usize = 200;
+pub const MAX_EXECUTION_ID_CHARS: usize = crate::issue::MAX_ID_CHARS;
 
 /// The fields a request may have; any other makes it malformed.
 pub const REQUEST_FIELDS: [&str; 6] = [
@@ -122,7 +122,9 @@ pub fn parse_request(pack: &Pack, caller: &str, body: &Value) -> Result<Request,
     let confidence = confidence(top.get("confidence"), &mut issues);
     let source_status = match top.get("source_status") {
         None | Some(Value::Null) => None,
-        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+        Some(Value::String(s)) => {
+            check_id(s, "source_status", "`source_status`", &mut issues).then(|| s.clone())
+        }
         Some(other) => {
             issues.push(wrong(
                 "source_status",
@@ -161,26 +163,11 @@ fn execution_id(value: Option<&Value>, issues: &mut Vec<Issue>) -> String {
             "required",
             "`execution_id` is required: one id per attempt, the same id on a resend",
         )),
-        Some(Value::String(id)) if id.trim().is_empty() => issues.push(Issue::new(
-            "execution_id",
-            "empty",
-            "`execution_id` must not be empty",
-        )),
-        Some(Value::String(id)) if id.chars().count() > MAX_EXECUTION_ID_CHARS => {
-            issues.push(Issue::new(
-                "execution_id",
-                "too_long",
-                format!("`execution_id` may have at most {MAX_EXECUTION_ID_CHARS} characters"),
-            ));
+        Some(Value::String(id)) => {
+            if check_id(id, "execution_id", "`execution_id`", issues) {
+                return id.clone();
+            }
         }
-        Some(Value::String(id)) if id.chars().any(|c| c.is_control() && c != '\0') => {
-            issues.push(Issue::new(
-                "execution_id",
-                "bad_characters",
-                "`execution_id` may not hold control characters",
-            ));
-        }
-        Some(Value::String(id)) => return id.clone(),
         Some(other) => issues.push(wrong("execution_id", "a string", other)),
     }
     String::new()
@@ -282,6 +269,9 @@ fn questions(
             )),
             _ => {}
         }
+        if let Some(Value::String(text)) = value {
+            check_length(text, &join_path(&path, "value"), MAX_VALUE_CHARS, issues);
+        }
         let excerpts =
             excerpts.map(|v| excerpt_list(pack, v, &join_path(&path, "excerpts"), issues));
         out.insert(
@@ -333,7 +323,15 @@ fn related(
         };
         unknown_fields(fields, &path, &["id", "excerpts"], issues);
         let id = match fields.get("id") {
-            Some(Value::String(id)) if !id.trim().is_empty() => id.clone(),
+            Some(Value::String(id)) => {
+                check_id(
+                    id,
+                    &join_path(&path, "id"),
+                    "a related record's `id`",
+                    issues,
+                );
+                id.clone()
+            }
             None | Some(Value::Null) => {
                 issues.push(Issue::new(
                     join_path(&path, "id"),
@@ -420,6 +418,18 @@ fn excerpt(pack: &Pack, value: &Value, path: &str, issues: &mut Vec<Issue>) -> O
     let source = field("source", false);
     let locator = field("locator", false);
     let text = field("text", true);
+    check_length(
+        &source,
+        &join_path(path, "source"),
+        MAX_LOCATOR_CHARS,
+        issues,
+    );
+    check_length(
+        &locator,
+        &join_path(path, "locator"),
+        MAX_LOCATOR_CHARS,
+        issues,
+    );
     let max = pack.evidence.max_excerpt_chars as usize;
     let chars = text.chars().count();
     if chars > max {

@@ -58,8 +58,8 @@ pub async fn recover(
     let body: RecoverBody = typed(value)?;
     let mut issues = Vec::new();
     check_name(&body.task, "task", &mut issues);
-    if let Some(tool) = body.context.as_ref().and_then(|c| c.tool.as_deref()) {
-        check_name(tool, "context.tool", &mut issues);
+    if let Some(given) = &body.context {
+        check_context(given, &mut issues);
     }
     let report = match Report::from_json(&body.report.to_string()) {
         Ok(report) => Some(report),
@@ -390,6 +390,20 @@ pub(crate) fn lock(state: &AppState) -> std::sync::MutexGuard<'_, CallState> {
         .hinter
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The caps on what an agent says about its call: a tool's name, the operation, its error.
+fn check_context(context: &Context, issues: &mut Vec<Issue>) {
+    use backstop_core::issue::{MAX_LOCATOR_CHARS, MAX_NOTE_CHARS, check_length};
+    if let Some(tool) = &context.tool {
+        check_name(tool, "context.tool", issues);
+    }
+    if let Some(operation) = &context.operation {
+        check_length(operation, "context.operation", MAX_LOCATOR_CHARS, issues);
+    }
+    if let Some(error) = &context.error {
+        check_length(error, "context.error", MAX_NOTE_CHARS, issues);
+    }
 }
 
 /// A task, tool or caller name: the shared length rule, and no control characters (they end

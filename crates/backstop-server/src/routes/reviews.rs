@@ -67,6 +67,11 @@ pub async fn list(
             None
         }
     };
+    for (path, value) in [("job", &query.job), ("caller", &query.caller)] {
+        if let Some(name) = value {
+            crate::routes::recover::check_name(name, path, &mut issues);
+        }
+    }
     if query.limit.is_some_and(|l| l == 0 || l > 1000) {
         issues.push(Issue::new("limit", "out_of_range", "limit is 1 to 1000"));
     }
@@ -132,12 +137,14 @@ pub async fn resolve(
     if id.is_none() {
         issues.push(Issue::new("id", "bad_id", "a review item id is a number"));
     }
-    if body.decision.trim().is_empty() {
-        issues.push(Issue::new(
-            "decision",
-            "empty",
-            "`decision` must not be blank",
-        ));
+    backstop_core::issue::check_id(&body.decision, "decision", "`decision`", &mut issues);
+    if let Some(note) = &body.note {
+        backstop_core::issue::check_length(
+            note,
+            "note",
+            backstop_core::issue::MAX_NOTE_CHARS,
+            &mut issues,
+        );
     }
     let (Some(id), true) = (id, issues.is_empty()) else {
         return Err(ApiError::malformed(issues));

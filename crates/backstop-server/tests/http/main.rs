@@ -6,6 +6,7 @@
 mod auth;
 mod busy;
 mod calls;
+mod caps;
 mod cases;
 mod connections;
 mod fleet;

@@ -48,13 +48,11 @@ pub fn resolve(
     let mut issues = Vec::new();
     let now = resolve_now(args.now.as_deref(), &mut issues);
     for (flag, value) in [("--decision", &args.decision), ("--by", &args.by)] {
-        if value.trim().is_empty() {
-            issues.push(Issue::new(
-                flag,
-                "empty",
-                format!("{flag} must not be blank"),
-            ));
-        }
+        backstop_core::issue::check_id(value, flag, flag, &mut issues);
+    }
+    if let Some(note) = &args.note {
+        let max = backstop_core::issue::MAX_NOTE_CHARS;
+        backstop_core::issue::check_length(note, "--note", max, &mut issues);
     }
     if !issues.is_empty() {
         return output::refuse_command(OutputMode::Json, &issues, out, err);
