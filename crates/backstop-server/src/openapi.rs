@@ -1,7 +1,14 @@
 //! `GET /openapi.json`: the document is derived from the handlers' own types and annotations,
-//! so it cannot drift from what they take and return.
+//! so it cannot drift from what they take and return. Each loaded pack adds its own decision
+//! route, `/v1/jobs/{its job}/decisions`, whose body schema is the pack's exact request (its
+//! questions, related kinds and case naming), so a generated client sends what the service
+//! takes.
+
+use std::sync::Arc;
 
 use axum::Json;
+use axum::extract::State;
+use serde_json::Value;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
@@ -52,6 +59,52 @@ impl Modify for BearerKey {
 /// This document.
 #[utoipa::path(get, path = "/openapi.json", tag = "service",
     responses((status = 200, description = "The OpenAPI 3.1 document", content_type = "application/json")))]
-pub async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
-    Json(ApiDoc::openapi())
+pub async fn openapi_json(State(state): State<Arc<crate::AppState>>) -> Json<Value> {
+    let catalog = state.catalog();
+    Json(document(catalog.packs.values().map(AsRef::as_ref)))
+}
+
+/// Where a pack's request schema finds the schema of a JSON value without U+0000.
+const NUL_FREE: &str = "JsonValueWithoutNul";
+
+/// The document, with a decision route for each of `packs`.
+pub fn document<'a>(packs: impl Iterator<Item = &'a backstop_core::pack::Pack>) -> Value {
+    let mut doc = serde_json::to_value(ApiDoc::openapi()).expect("the document serializes");
+    let template = doc["paths"]["/v1/jobs/{job}/decisions"]["post"].clone();
+    for pack in packs {
+        let mut schema = backstop_core::case::request_schema(pack);
+        let defs = schema
+            .as_object_mut()
+            .and_then(|o| o.remove("$defs"))
+            .unwrap_or_default();
+        let name = format!("DecisionRequest_{}", pack.job.replace(['-', '.'], "_"));
+        doc["components"]["schemas"][&name] = local_refs(schema);
+        doc["components"]["schemas"][NUL_FREE] = local_refs(defs["nul_free"].clone());
+        let mut operation = template.clone();
+        if let Some(o) = operation.as_object_mut() {
+            o.remove("parameters");
+            o.insert(
+                "operationId".to_owned(),
+                Value::from(format!("decide_{}", pack.job.replace(['-', '.'], "_"))),
+            );
+            o.insert(
+                "summary".to_owned(),
+                Value::from(format!("A decision on a `{}` case: {}", pack.job, pack.title)),
+            );
+        }
+        operation["requestBody"]["content"]["application/json"]["schema"] =
+            serde_json::json!({"$ref": format!("#/components/schemas/{name}")});
+        doc["paths"][format!("/v1/jobs/{}/decisions", pack.job)] =
+            serde_json::json!({"post": operation});
+    }
+    doc
+}
+
+/// A pack schema's `#/$defs/...` references, pointed at the document's components.
+fn local_refs(schema: Value) -> Value {
+    let text = schema.to_string().replace(
+        "\"#/$defs/nul_free\"",
+        &format!("\"#/components/schemas/{NUL_FREE}\""),
+    );
+    serde_json::from_str(&text).expect("the schema is still JSON")
 }

@@ -69,6 +69,19 @@ fn packs() -> &'static [Pack] {
     })
 }
 
+/// The JSON Schema validator of each shipped pack's requests.
+fn pack_validator(which: usize) -> &'static jsonschema::Validator {
+    static VALIDATORS: std::sync::OnceLock<Vec<jsonschema::Validator>> = std::sync::OnceLock::new();
+    &VALIDATORS.get_or_init(|| {
+        packs()
+            .iter()
+            .map(|pack| {
+                jsonschema::validator_for(&backstop_core::case::request_schema(pack)).unwrap()
+            })
+            .collect()
+    })[which]
+}
+
 /// A good request for each shipped pack, the base the mutations start from.
 fn good_requests() -> Vec<Json> {
     vec![
@@ -241,6 +254,23 @@ proptest! {
     }
 
     #[test]
+    fn a_request_its_packs_schema_accepts_the_parser_accepts(
+        which in 0usize..3,
+        picks in prop::collection::vec(any::<prop::sample::Index>(), 1..4),
+        with in prop::collection::vec(prop::option::weighted(0.8, any_json()), 3),
+    ) {
+        let pack = &packs()[which];
+        let mut request = good_requests()[which].clone();
+        for (pick, value) in picks.into_iter().zip(with) {
+            request = json_mutated(&request, pick, value);
+        }
+        if pack_validator(which).is_valid(&request) {
+            let parsed = parse_request(pack, "agent-a", &request);
+            prop_assert!(parsed.is_ok(), "{}: the schema accepts {request} but: {:?}", pack.job, parsed.err());
+        }
+    }
+
+    #[test]
     fn mutated_packs_rules_strategies_and_configs_are_answered(
         which in 0usize..3,
         pick in any::<prop::sample::Index>(),
@@ -264,8 +294,28 @@ proptest! {
 
 #[test]
 fn the_mutation_bases_are_good() {
-    for (pack, request) in packs().iter().zip(good_requests()) {
+    for (which, (pack, request)) in packs().iter().zip(good_requests()).enumerate() {
         parse_request(pack, "agent-a", &request).unwrap_or_else(|e| panic!("{}: {e:?}", pack.job));
+        let errors: Vec<String> = pack_validator(which)
+            .iter_errors(&request)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{}: {errors:?}", pack.job);
+    }
+    // And what the parser refuses, the schema refuses too (for these; stricter elsewhere).
+    let bad = [
+        json!({"execution_id": "", "case": {"id": "northwind.com"}}),
+        json!({"execution_id": "e\u{7}1", "case": {"id": "northwind.com"}}),
+        json!({"execution_id": "   ", "case": {"id": "northwind.com"}}),
+        json!({"execution_id": "e1", "case": {"id": "www.com"}}),
+        json!({"execution_id": "e1", "case": {"id": "northwind.com"}, "questions": {"nope": {}}}),
+        json!({"execution_id": "e1", "case": {"id": "northwind.com"}, "confidence": 1.5}),
+        json!({"execution_id": "e1", "case": {"id": "northwind.com"},
+            "questions": {"data_access": {"value": "yes"}}}),
+    ];
+    for request in bad {
+        assert!(parse_request(&packs()[0], "agent-a", &request).is_err(), "{request}");
+        assert!(!pack_validator(0).is_valid(&request), "the schema accepts {request}");
     }
     Report::from_json(&good_report().to_string()).unwrap();
     parse_rules(RULES, "mine.toml").unwrap();

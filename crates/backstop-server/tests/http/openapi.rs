@@ -41,9 +41,13 @@ fn the_document_names_every_route_and_needs_no_key() {
         }
     }
     listed.sort();
+    // Each loaded pack adds its own decision route, with its exact request schema.
+    let per_job = ["company-classification", "po-acknowledgement", "vendor-risk"]
+        .map(|job| ("post".to_owned(), format!("/v1/jobs/{job}/decisions")));
     let mut expected: Vec<(String, String)> = ROUTES
         .iter()
         .map(|(m, p)| ((*m).to_owned(), (*p).to_owned()))
+        .chain(per_job)
         .collect();
     expected.sort();
     assert_eq!(listed, expected);
