@@ -47,7 +47,11 @@ fn subject(rule: MatchRule, description: &str) -> Value {
 }
 
 fn nullable(schema: Value) -> Value {
-    json!({"anyOf": [schema, {"type": "null"}]})
+    Value::Object(
+        [("anyOf".to_owned(), Value::Array(vec![schema, json!({"type": "null"})]))]
+            .into_iter()
+            .collect(),
+    )
 }
 
 /// One excerpt, as `pack` caps it; `text_required` says its text must not be blank.
