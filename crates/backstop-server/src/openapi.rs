@@ -78,8 +78,8 @@ pub fn document<'a>(packs: impl Iterator<Item = &'a backstop_core::pack::Pack>) 
             .and_then(|o| o.remove("$defs"))
             .unwrap_or_default();
         let name = format!("DecisionRequest_{}", pack.job.replace(['-', '.'], "_"));
-        doc["components"]["schemas"][&name] = local_refs(schema);
-        doc["components"]["schemas"][NUL_FREE] = local_refs(defs["nul_free"].clone());
+        doc["components"]["schemas"][&name] = local_refs(&schema);
+        doc["components"]["schemas"][NUL_FREE] = local_refs(&defs["nul_free"]);
         let mut operation = template.clone();
         if let Some(o) = operation.as_object_mut() {
             o.remove("parameters");
@@ -101,7 +101,7 @@ pub fn document<'a>(packs: impl Iterator<Item = &'a backstop_core::pack::Pack>) 
 }
 
 /// A pack schema's `#/$defs/...` references, pointed at the document's components.
-fn local_refs(schema: Value) -> Value {
+fn local_refs(schema: &Value) -> Value {
     let text = schema.to_string().replace(
         "\"#/$defs/nul_free\"",
         &format!("\"#/components/schemas/{NUL_FREE}\""),
