@@ -59,6 +59,11 @@ const SIGNAL_NAMES: [&str; 31] = [
     "SIGSYS",
 ];
 
+/// Every canonical gRPC code name, by number.
+pub fn grpc_names() -> &'static [&'static str] {
+    &GRPC_NAMES
+}
+
 /// The highest signal number accepted.
 pub const MAX_SIGNAL: u8 = 64;
 

@@ -15,6 +15,7 @@
 //! | [`verify`] | verified retry: test output read, failure signatures, secrets redacted |
 //! | [`issue`] | one problem in an input, with its path; validators return all of them |
 //! | [`codes`] | gRPC status code and signal name tables |
+//! | [`wire_schema`] | exact JSON Schemas of a pack's request and of a report, for the API document |
 #![deny(missing_docs)]
 
 pub mod case;
@@ -27,6 +28,7 @@ pub mod pack;
 pub mod recover;
 pub mod report;
 pub mod verify;
+pub mod wire_schema;
 
 pub use class::Class;
 pub use classify::{Classification, Evidence, RuleSet, classify};

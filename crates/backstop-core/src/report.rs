@@ -25,7 +25,11 @@ pub struct Report {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operation: Option<String>,
     /// The HTTP status code, 100 to 599.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "whole"
+    )]
     pub http_status: Option<u16>,
     /// Response headers; names are case-insensitive and kept lower-cased.
     #[serde(default, skip_serializing_if = "Headers::is_empty")]
@@ -36,7 +40,11 @@ pub struct Report {
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub grpc_code: Option<GrpcCode>,
     /// A process exit status.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "whole"
+    )]
     pub exit_code: Option<i64>,
     /// The signal that ended a process, kept as its canonical name (`SIGKILL`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -72,7 +80,11 @@ pub struct Report {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub side_effects: Option<SideEffects>,
     /// How long the call ran before it failed, in milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "whole"
+    )]
     pub elapsed_ms: Option<u64>,
 }
 
@@ -82,8 +94,10 @@ pub struct Report {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SideEffects {
     /// Side effects that happened.
+    #[serde(deserialize_with = "whole_required")]
     pub done: u64,
     /// Side effects the call meant to do.
+    #[serde(deserialize_with = "whole_required")]
     pub total: u64,
 }
 
@@ -141,6 +155,12 @@ impl Report {
                 return Err(vec![Issue::new("", "bad_json", plain.to_string())]);
             }
         };
+        // Caps count what was sent, before trimming.
+        let mut over = Vec::new();
+        report.check_lengths(&mut over);
+        if !over.is_empty() {
+            return Err(over);
+        }
         let report = report.normalized();
         let issues = report.validate();
         if issues.is_empty() {
@@ -245,6 +265,16 @@ impl Report {
             if let Some(text) = value {
                 check_length(text, path, max, issues);
             }
+        }
+        // A tool's name ends up in metric labels, logs and the call journal.
+        if let Some(tool) = &self.tool
+            && tool.chars().any(char::is_control)
+        {
+            issues.push(Issue::new(
+                "tool",
+                "bad_characters",
+                "`tool` may not hold control characters",
+            ));
         }
         for (name, value) in self.headers.iter() {
             let path = format!("headers.{name}");
@@ -358,6 +388,43 @@ fn json_issue(error: &serde_path_to_error::Error<serde_json::Error>) -> Issue {
     Issue::new(serde_path(error.path()), code, inner.to_string())
 }
 
+/// A whole number, also one written with a zero fraction (`1932.0`): JSON Schema counts it as
+/// an integer, so a generated client may send it so.
+fn whole<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: TryFrom<i64> + TryFrom<u64>,
+{
+    let Some(number) = Option::<serde_json::Number>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    let converted = if let Some(n) = number.as_u64() {
+        T::try_from(n).ok()
+    } else if let Some(n) = number.as_i64() {
+        T::try_from(n).ok()
+    } else {
+        #[allow(clippy::cast_possible_truncation)]
+        number
+            .as_f64()
+            .filter(|f| f.fract() == 0.0 && f.abs() < 9.2e18)
+            .and_then(|f| T::try_from(f as i64).ok())
+    };
+    converted.map(Some).ok_or_else(|| {
+        de::Error::custom(format!(
+            "invalid type: `{number}` is not a whole number in range"
+        ))
+    })
+}
+
+/// [`whole`] for a field that must be there.
+fn whole_required<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: TryFrom<i64> + TryFrom<u64>,
+{
+    whole(deserializer)?.ok_or_else(|| de::Error::custom("invalid type: null, expected a number"))
+}
+
 /// Response headers with lower-cased names; a name given twice in different case keeps both
 /// values, joined with `, ` as HTTP joins repeated fields.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -452,7 +519,10 @@ impl<'de> Deserialize<'de> for ScalarText {
         {
             Raw::Text(t) => Ok(ScalarText(t)),
             Raw::Int(i) => Ok(ScalarText(i.to_string())),
-            Raw::Float(f) => Ok(ScalarText(f.to_string())),
+            // A whole float reads as its integer (`14.0` is `14`); any other in its shortest
+            // form, with an exponent when large or small (`1e245`, never 246 digits).
+            Raw::Float(f) if f.fract() == 0.0 && f.abs() < 1e15 => Ok(ScalarText(f.to_string())),
+            Raw::Float(f) => Ok(ScalarText(format!("{f:?}"))),
         }
     }
 }
@@ -535,6 +605,34 @@ impl<'de> Deserialize<'de> for Signal {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_numeric_error_code_is_short_text_however_large() {
+        let report = Report::from_json(r#"{"error_code": 1.1e245, "grpc_code": 14.0}"#).unwrap();
+        assert_eq!(report.error_code.as_deref(), Some("1.1e245"));
+        assert_eq!(report.grpc_code.unwrap().name(), "UNAVAILABLE");
+    }
+
+    #[test]
+    fn a_whole_number_written_with_a_zero_fraction_is_taken() {
+        let report = Report::from_json(
+            r#"{"http_status": 503.0, "elapsed_ms": 1932.0, "exit_code": -1.0,
+                "side_effects": {"done": 1.0, "total": 2}}"#,
+        )
+        .unwrap();
+        assert_eq!(report.http_status, Some(503));
+        assert_eq!(report.elapsed_ms, Some(1932));
+        assert_eq!(report.exit_code, Some(-1));
+        for bad in [
+            r#"{"http_status": 503.5}"#,
+            r#"{"elapsed_ms": -1}"#,
+            r#"{"http_status": 70000}"#,
+            r#"{"exit_code": "1"}"#,
+        ] {
+            let issues = Report::from_json(bad).unwrap_err();
+            assert_eq!(issues[0].code, "wrong_type", "{bad}: {issues:?}");
+        }
+    }
 
     #[test]
     fn parses_a_full_report_and_normalizes_it() {

@@ -49,6 +49,14 @@ pub async fn raw_body<S: Send + Sync>(request: Request, state: &S) -> Result<Byt
 
 /// A JSON value read into `T`, strictly: the first unknown field or wrong type, with its path.
 pub fn typed<T: DeserializeOwned>(value: Value) -> Result<T, ApiError> {
+    // Every body is an object; serde would also read a struct from an array of its fields.
+    if !value.is_object() {
+        return Err(ApiError::malformed(vec![Issue::new(
+            "",
+            "wrong_type",
+            "the body is a JSON object",
+        )]));
+    }
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = backstop_core::issue::serde_path(e.path());
         let code = if e.inner().to_string().starts_with("unknown field") {

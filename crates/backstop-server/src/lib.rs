@@ -12,6 +12,7 @@
 //! - `queue`: attempts and journal events run by one thread in arrival order
 //! - `journal`: the call journal every server on a ledger follows, and its replay
 //! - `openapi`: `/openapi.json`, derived from the handlers' types
+//! - `openapi_constraints`: the lengths, patterns and ranges the handlers enforce, on the document
 //! - `routes`: one module per resource
 #![deny(missing_docs)]
 
@@ -28,6 +29,7 @@ pub mod journal;
 pub mod limits;
 pub mod metrics;
 pub mod openapi;
+mod openapi_constraints;
 pub mod queue;
 pub mod routes;
 pub mod state;

@@ -1,8 +1,8 @@
 //! `GET /openapi.json`: the document is derived from the handlers' own types and annotations,
-//! so it cannot drift from what they take and return. Each loaded pack adds its own decision
-//! route, `/v1/jobs/{its job}/decisions`, whose body schema is the pack's exact request (its
+//! so it cannot drift from what they take and return. The decision route is listed once per
+//! loaded pack, `/v1/jobs/{its job}/decisions`, with the pack's exact request as its body (its
 //! questions, related kinds and case naming), so a generated client sends what the service
-//! takes.
+//! takes; a job no pack has is answered 404 `unknown_job`.
 
 use std::sync::Arc;
 
@@ -70,9 +70,12 @@ const NUL_FREE: &str = "JsonValueWithoutNul";
 /// The document, with a decision route for each of `packs`.
 pub fn document<'a>(packs: impl Iterator<Item = &'a backstop_core::pack::Pack>) -> Value {
     let mut doc = serde_json::to_value(ApiDoc::openapi()).expect("the document serializes");
+    crate::openapi_constraints::apply(&mut doc);
     let template = doc["paths"]["/v1/jobs/{job}/decisions"]["post"].clone();
+    let mut jobs = Vec::new();
     for pack in packs {
-        let mut schema = backstop_core::case::request_schema(pack);
+        jobs.push(pack.job.clone());
+        let mut schema = backstop_core::wire_schema::request_schema(pack);
         let defs = schema
             .as_object_mut()
             .and_then(|o| o.remove("$defs"))
@@ -89,13 +92,37 @@ pub fn document<'a>(packs: impl Iterator<Item = &'a backstop_core::pack::Pack>) 
             );
             o.insert(
                 "summary".to_owned(),
-                Value::from(format!("A decision on a `{}` case: {}", pack.job, pack.title)),
+                Value::from(format!(
+                    "A decision on a `{}` case: {}",
+                    pack.job, pack.title
+                )),
             );
         }
         operation["requestBody"]["content"]["application/json"]["schema"] =
             serde_json::json!({"$ref": format!("#/components/schemas/{name}")});
         doc["paths"][format!("/v1/jobs/{}/decisions", pack.job)] =
             serde_json::json!({"post": operation});
+    }
+    // Only the loaded jobs are listed: any other job is answered 404 `unknown_job`.
+    if let Some(paths) = doc["paths"].as_object_mut() {
+        paths.remove("/v1/jobs/{job}/decisions");
+    }
+    if let Some(schemas) = doc["components"]["schemas"].as_object_mut() {
+        for generic in [
+            "RequestBody",
+            "CaseName",
+            "EvidenceBody",
+            "ExcerptBody",
+            "RelatedBody",
+        ] {
+            schemas.remove(generic);
+        }
+    }
+    if let Some(job) = doc["paths"]["/v1/jobs/{job}/cases/{id}"]["get"]["parameters"]
+        .as_array_mut()
+        .and_then(|p| p.iter_mut().find(|p| p["name"] == "job"))
+    {
+        job["schema"] = serde_json::json!({"type": "string", "enum": jobs});
     }
     doc
 }

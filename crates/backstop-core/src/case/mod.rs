@@ -11,8 +11,6 @@
 //! - `identity`: case ids normalized by the match rule, and the hashes kept in place of text
 //! - `request`: the request read from JSON, every issue with its path
 //! - `request_schema`: the request's shape for the OpenAPI document
-//! - `pack_schema`: one pack's request as an exact JSON Schema (what the schema accepts, the
-//!   parser accepts)
 //! - `attempt`: limits, progress, escalations, reviews and the result
 //! - `result`: the wire shapes of `PACKS.md`
 
@@ -21,14 +19,12 @@ use serde::{Deserialize, Serialize};
 
 mod attempt;
 pub mod identity;
-mod pack_schema;
 mod request;
 #[cfg(feature = "openapi")]
 mod request_schema;
 mod result;
 
 pub use attempt::attempt;
-pub use pack_schema::request_schema;
 pub use request::{
     CaseLookup, MAX_EXECUTION_ID_CHARS, REQUEST_FIELDS, RelatedRecord, Request, parse_request,
 };

@@ -55,6 +55,16 @@ pub async fn recover(
     JsonBody(value): JsonBody,
 ) -> Result<Response, ApiError> {
     let idempotency = idempotency_mark(&headers, &caller, &value)?;
+    if value
+        .get("context")
+        .is_some_and(|c| !c.is_object() && !c.is_null())
+    {
+        return Err(ApiError::malformed(vec![Issue::new(
+            "context",
+            "wrong_type",
+            "`context` is an object such as {\"tool\": \"search\"}",
+        )]));
+    }
     let body: RecoverBody = typed(value)?;
     let mut issues = Vec::new();
     check_name(&body.task, "task", &mut issues);
@@ -166,7 +176,11 @@ fn idempotency_mark(
     caller: &Caller,
     body: &Value,
 ) -> Result<Option<IdempotencyMark>, ApiError> {
-    let Some(value) = headers.get("idempotency-key") else {
+    // An empty key is the same as none (HTTP trims a value of spaces to nothing).
+    let Some(value) = headers
+        .get("idempotency-key")
+        .filter(|v| !v.as_bytes().iter().all(u8::is_ascii_whitespace))
+    else {
         return Ok(None);
     };
     let key = value

@@ -1,6 +1,6 @@
 //! The JSON Schema of one pack's decision request: its question keys, each with the evidence
-//! its judge takes, its related kinds, how it names a case, and every cap [`super::parse_request`]
-//! applies.
+//! its judge takes, its related kinds, how it names a case, and every cap
+//! [`crate::case::parse_request`] applies.
 //!
 //! The contract is one-way and tested: a request this schema accepts, `parse_request` accepts
 //! (the service's `tests/parsers.rs`). Where a check cannot be said in JSON Schema exactly (a domain
@@ -8,35 +8,16 @@
 
 use serde_json::{Value, json};
 
-use super::identity::MAX_CASE_ID_CHARS;
-use crate::issue::{MAX_ID_CHARS, MAX_LOCATOR_CHARS, MAX_VALUE_CHARS};
+use super::{DOMAIN_PATTERN, ID_PATTERN, NO_NUL_PATTERN, NOT_BLANK_PATTERN, id, nullable};
+use crate::case::identity::MAX_CASE_ID_CHARS;
+use crate::issue::{MAX_LOCATOR_CHARS, MAX_VALUE_CHARS};
 use crate::pack::{IdentityMode, Judge, MatchRule, Pack};
-
-/// No control character (Unicode `Cc`), and at least one character that is not whitespace.
-const ID_PATTERN: &str = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff][^\u0000-\u001f\u007f-\u009f]*$";
-/// At least one character that is not whitespace, and no U+0000.
-const NOT_BLANK_PATTERN: &str = r"^[^\u0000]*[^\s\u0000\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff][^\u0000]*$";
-/// No U+0000.
-const NO_NUL_PATTERN: &str = r"^[^\u0000]*$";
-/// A plain domain name: letter-or-digit labels joined by single hyphens, a dot between
-/// labels, the last label starting with a letter. `normalize_subject` takes more (schemes,
-/// ports, paths, internationalized names); this is the part a schema can state exactly.
-const DOMAIN_PATTERN: &str =
-    r"^([A-Za-z0-9]+(-[A-Za-z0-9]+)*\.)+[A-Za-z][A-Za-z0-9]*(-[A-Za-z0-9]+)*$";
-
-/// An id: 1 to [`MAX_ID_CHARS`] characters, not blank, no control characters.
-fn id(description: &str) -> Value {
-    json!({"type": "string", "minLength": 1, "maxLength": MAX_ID_CHARS,
-        "pattern": ID_PATTERN, "description": description})
-}
 
 /// A case id or identity field under `rule`.
 fn subject(rule: MatchRule, description: &str) -> Value {
     match rule {
         MatchRule::Domain => json!({
             "type": "string", "minLength": 1, "maxLength": 253, "pattern": DOMAIN_PATTERN,
-            // `www.` is dropped, so `www.com` would leave a name with no dot.
-            "not": {"pattern": "^[Ww][Ww][Ww]\\.[^.]*$"},
             "description": description,
         }),
         MatchRule::Exact | MatchRule::CaseInsensitive => json!({
@@ -44,14 +25,6 @@ fn subject(rule: MatchRule, description: &str) -> Value {
             "pattern": ID_PATTERN, "description": description,
         }),
     }
-}
-
-fn nullable(schema: Value) -> Value {
-    Value::Object(
-        [("anyOf".to_owned(), Value::Array(vec![schema, json!({"type": "null"})]))]
-            .into_iter()
-            .collect(),
-    )
 }
 
 /// One excerpt, as `pack` caps it; `text_required` says its text must not be blank.
@@ -82,14 +55,23 @@ fn excerpt_list(pack: &Pack) -> Value {
     json!({"type": "array", "maxItems": pack.evidence.max_excerpts, "items": excerpt(pack, false)})
 }
 
-/// Any JSON value whose strings hold no U+0000.
+/// Any JSON value whose strings hold no U+0000 (`$defs/nul_free`).
 fn nul_free_value() -> Value {
     json!({"anyOf": [
         {"type": ["null", "boolean", "number"]},
-        {"type": "string", "maxLength": MAX_VALUE_CHARS, "pattern": NO_NUL_PATTERN},
+        {"type": "string", "pattern": NO_NUL_PATTERN},
         {"type": "array", "items": {"$ref": "#/$defs/nul_free"}},
         {"type": "object", "additionalProperties": {"$ref": "#/$defs/nul_free"}},
     ]})
+}
+
+/// A value question's value: any JSON without U+0000, and a string at most
+/// [`MAX_VALUE_CHARS`] characters.
+fn answer_value() -> Value {
+    json!({"allOf": [
+        {"$ref": "#/$defs/nul_free"},
+        {"if": {"type": "string"}, "then": {"maxLength": MAX_VALUE_CHARS}},
+    ], "description": "One of the question's answers (another value leaves it open)."})
 }
 
 fn question_evidence(pack: &Pack, judge: Judge, identity_question: bool) -> Value {
@@ -121,8 +103,7 @@ fn question_evidence(pack: &Pack, judge: Judge, identity_question: bool) -> Valu
             "additionalProperties": false,
             "properties": {
                 "excerpts": {"type": "null"},
-                "value": {"$ref": "#/$defs/nul_free",
-                    "description": "One of the question's answers (another value leaves it open)."},
+                "value": answer_value(),
             },
         }),
     }

@@ -1,0 +1,83 @@
+//! The constraints the handlers enforce that the derived schemas do not state: lengths,
+//! patterns, ranges, enums and the checks between fields. Each is put on the document by the
+//! component (or route) and field it belongs to; a name that is not there panics, so a renamed
+//! field cannot silently lose its constraint (the OpenAPI tests build the document).
+
+use backstop_core::issue::{MAX_LOCATOR_CHARS, MAX_NOTE_CHARS};
+use backstop_core::wire_schema::{id, nullable, report_schema};
+use serde_json::{Value, json};
+
+/// A name (task, tool, caller) or id field.
+fn name() -> Value {
+    id("1 to 200 characters, not blank, no control characters.")
+}
+
+fn text(max: usize) -> Value {
+    json!({"type": "string", "maxLength": max})
+}
+
+/// Puts the constraints on `doc`.
+pub fn apply(doc: &mut Value) {
+    let schemas = &mut doc["components"]["schemas"];
+    schemas["Report"] = report_schema();
+    for (component, field, optional, schema) in [
+        ("RecoverBody", "task", false, name()),
+        ("Context", "tool", true, name()),
+        ("Context", "operation", true, text(MAX_LOCATOR_CHARS)),
+        ("Context", "error", true, text(MAX_NOTE_CHARS)),
+        ("OutcomeBody", "tool", false, name()),
+        ("OutcomeBody", "task", true, name()),
+        ("GrantBody", "task", false, name()),
+        ("GrantBody", "caller", true, name()),
+        ("ResolveBody", "decision", false, name()),
+        ("ResolveBody", "note", true, text(MAX_NOTE_CHARS)),
+    ] {
+        let property = &mut schemas[component]["properties"][field];
+        assert!(
+            !property.is_null(),
+            "{component}.{field} is not in the document"
+        );
+        let description = property.get("description").cloned();
+        *property = if optional { nullable(schema) } else { schema };
+        if let Some(description) = description {
+            property["description"] = description;
+        }
+    }
+    // A success has no class; a task's failure goes to /v1/recover.
+    schemas["OutcomeBody"]["allOf"] = json!([
+        {"if": {"properties": {"outcome": {"const": "success"}}},
+         "then": {"properties": {"class": {"type": "null"}}}},
+        {"if": {"properties": {"outcome": {"const": "failure"}}},
+         "then": {"properties": {"task": {"type": "null"}}}},
+    ]);
+    let paths = &mut doc["paths"];
+    for (path, method, parameter, schema) in [
+        ("/v1/tasks/{task}", "get", "task", name()),
+        ("/v1/tasks/{task}", "get", "caller", name()),
+        ("/v1/tasks/{task}/reset", "post", "task", name()),
+        ("/v1/tasks/{task}/reset", "post", "caller", name()),
+        (
+            "/v1/reviews",
+            "get",
+            "status",
+            json!({"type": "string", "enum": ["open", "resolved", "all"]}),
+        ),
+        ("/v1/reviews", "get", "job", name()),
+        ("/v1/reviews", "get", "caller", name()),
+        (
+            "/v1/reviews",
+            "get",
+            "limit",
+            json!({"type": "integer", "minimum": 1, "maximum": 1000}),
+        ),
+    ] {
+        let parameters = paths[path][method]["parameters"]
+            .as_array_mut()
+            .unwrap_or_else(|| panic!("{method} {path} has no parameters"));
+        let found = parameters
+            .iter_mut()
+            .find(|p| p["name"] == parameter)
+            .unwrap_or_else(|| panic!("{method} {path} has no parameter {parameter}"));
+        found["schema"] = schema;
+    }
+}
