@@ -20,10 +20,12 @@ for candidate in python3.13 python3.12 /root/.pyenv/versions/3.13.0/bin/python3 
     break
   fi
 done
+# Made once per CI run (.ci/run removes it first), then used by the SQLite and PostgreSQL runs.
 venv=target/schemathesis-venv
-rm -rf "$venv"
-"$python" -m venv "$venv"
-"$venv/bin/pip" install --quiet --disable-pip-version-check -r "$here/requirements.txt"
+if [ ! -x "$venv/bin/schemathesis" ]; then
+  "$python" -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$here/requirements.txt"
+fi
 
 key="contract-operator-key-0123456789abcdef"
 hash=$("$binary" config hash-key "$key")
