@@ -57,7 +57,7 @@ fn the_same_key_with_another_request_is_refused_and_counts_nothing() {
 fn a_bad_key_is_refused_with_its_header() {
     let server = start();
     let long = "k".repeat(300);
-    for bad in ["", "   ", long.as_str()] {
+    for bad in [long.as_str(), "k\t1"] {
         let answer = recover(&server, AGENT_A, bad, &failure("t1"));
         assert_eq!(answer.status, 400, "{bad:?}: {}", answer.text);
         assert!(
@@ -68,6 +68,14 @@ fn a_bad_key_is_refused_with_its_header() {
     }
     let view = server.get("/v1/tasks/t1", Some(AGENT_A)).json();
     assert_eq!(view["task_used"], 0, "nothing counted: {view}");
+    // An empty key (or one HTTP trims to nothing) is the same as none: counted, never replayed.
+    for empty in ["", "   "] {
+        let answer = recover(&server, AGENT_A, empty, &failure("t1"));
+        assert_eq!(answer.status, 200, "{empty:?}: {}", answer.text);
+        assert!(!answer.replayed);
+    }
+    let view = server.get("/v1/tasks/t1", Some(AGENT_A)).json();
+    assert_eq!(view["task_used"], 2, "{view}");
 }
 
 #[test]
