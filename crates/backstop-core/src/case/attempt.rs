@@ -20,7 +20,10 @@ use super::{
     NewReview, StoredExecution,
 };
 use crate::judge::{Judgement, Status, decide};
-use crate::pack::{LOW_CONFIDENCE_LANE, POLICY_GAP_LANE, Pack};
+use crate::pack::{
+    AfterDecision, LOW_CONFIDENCE_LANE, MISSING_FIELDS_LANE, POLICY_GAP_LANE, Pack,
+    UNRECONCILED_LANE,
+};
 
 /// Decides one attempt: a replay, a refusal, or a counted result with its change.
 ///
@@ -45,11 +48,22 @@ pub fn attempt(pack: &Pack, state: &CaseState, request: &Request, now: Timestamp
         Ok(found) => found,
         Err(refusal) => return Attempted::Refused(*refusal),
     };
-    let counted: Vec<&AttemptRecord> = state
+    if pack.attempts.after_decision == AfterDecision::Final && state.cycle > 0 {
+        return noop(state, request, case, now);
+    }
+    let in_window: Vec<&AttemptRecord> = state
         .attempts
         .iter()
         // `duration_since` cannot overflow, whatever the times and the window.
         .filter(|a| now.duration_since(a.at) < pack.attempts.window)
+        .collect();
+    let reconciled = in_window
+        .iter()
+        .any(|a| a.status == ResultStatus::Reconcile);
+    // A reconcile uses no attempt.
+    let counted: Vec<&AttemptRecord> = in_window
+        .into_iter()
+        .filter(|a| a.status.counts())
         .collect();
     let lane_retry = match &state.review {
         None => false,
@@ -91,12 +105,22 @@ pub fn attempt(pack: &Pack, state: &CaseState, request: &Request, now: Timestamp
         );
     }
     let number = u32::try_from(counted.len()).unwrap_or(u32::MAX) + 1;
-    let judgement = decide(
+    let mut judgement = decide(
         pack,
         &request.questions,
         request.confidence,
         request.source_status.as_deref(),
     );
+    if judgement.status == Status::Reconcile && reconciled {
+        // Reconcile once, then a person: never an automatic redial.
+        let lane = pack.envelope.unreconciled.clone();
+        judgement.reason = format!(
+            "{}; a reconcile was already asked for in this cycle, so the case is held in lane `{lane}`",
+            judgement.reason
+        );
+        judgement.status = Status::Held;
+        judgement.outcome = Some(lane);
+    }
     let missing: Vec<String> = pack
         .related
         .iter()
@@ -104,7 +128,7 @@ pub fn attempt(pack: &Pack, state: &CaseState, request: &Request, now: Timestamp
         .map(|r| r.kind.clone())
         .collect();
     let gap = !missing.is_empty();
-    let (closed, cited) = if gap {
+    let (closed, cited) = if gap || judgement.status == Status::Reconcile {
         (Vec::new(), Vec::new())
     } else {
         (
@@ -112,7 +136,8 @@ pub fn attempt(pack: &Pack, state: &CaseState, request: &Request, now: Timestamp
             citations(request),
         )
     };
-    let progress = made_progress(&counted, &closed, &cited);
+    let progress =
+        judgement.status != Status::Reconcile && made_progress(&counted, &closed, &cited);
     let shape = Shape {
         pack,
         number,
@@ -127,6 +152,7 @@ pub fn attempt(pack: &Pack, state: &CaseState, request: &Request, now: Timestamp
             Status::Decided => shape.decided(&judgement),
             Status::Held => shape.held(&judgement),
             Status::Undecided => shape.undecided(&judgement),
+            Status::Reconcile => shape.reconcile(&judgement),
         }
     };
     result.case = case;
@@ -167,6 +193,61 @@ pub fn attempt(pack: &Pack, state: &CaseState, request: &Request, now: Timestamp
         }),
         use_review_retry: review_id.filter(|_| lane_retry),
         close_review: review_id.filter(|_| result.status == ResultStatus::Decided),
+    };
+    Attempted::Counted {
+        result: Box::new(result),
+        change: Box::new(change),
+    }
+}
+
+/// A request on a case whose pack makes its decision final: answered `noop` and kept as
+/// history (in the ended cycle's place), changing nothing else.
+fn noop(state: &CaseState, request: &Request, case: CaseView, now: Timestamp) -> Attempted {
+    let number = u32::try_from(state.attempts.len()).unwrap_or(u32::MAX) + 1;
+    let result = DecisionResult {
+        status: ResultStatus::Noop,
+        outcome: None,
+        next_step: "Nothing: the case was decided earlier (or resolved by a person), and a late \
+                    result never overwrites it. It is kept as history."
+            .to_owned(),
+        case,
+        attempts: AttemptsView {
+            used: 0,
+            remaining: 0,
+            next: None,
+        },
+        answers: std::collections::BTreeMap::new(),
+        retry: std::collections::BTreeMap::new(),
+        missing: Vec::new(),
+        escalation: None,
+        effects: Vec::new(),
+        reason: "the case's decision is final (attempts.after_decision = \"final\"): a late \
+                 result is a no-op"
+            .to_owned(),
+    };
+    let change = Change {
+        case_id: result.case.id.clone(),
+        open_case: None,
+        attempt: AttemptRecord {
+            number,
+            at: now,
+            execution_id: request.execution_id.clone(),
+            status: ResultStatus::Noop,
+            outcome: None,
+            next: None,
+            progress: false,
+            closed: Vec::new(),
+            cited: Vec::new(),
+            lane_retry: false,
+        },
+        execution: StoredExecution {
+            fingerprint: request.fingerprint.clone(),
+            result: serde_json::to_string(&result).unwrap_or_default(),
+        },
+        end_cycle: false,
+        open_review: None,
+        use_review_retry: None,
+        close_review: None,
     };
     Attempted::Counted {
         result: Box::new(result),
@@ -394,6 +475,25 @@ impl Shape<'_> {
         result
     }
 
+    /// Fetch the source's final result and send it again; no attempt is used, so the count
+    /// stays where it was.
+    fn reconcile(&self, judgement: &Judgement) -> DecisionResult {
+        let mut result = self.base(ResultStatus::Reconcile, judgement);
+        result.answers.clear();
+        "Reconcile: fetch the source's final result (the call's record, not a new call) and \
+         send it with a new execution_id; never redial to find out."
+            .clone_into(&mut result.next_step);
+        result.attempts.used = self.number - 1;
+        result.attempts.remaining = self
+            .pack
+            .attempts
+            .max
+            .saturating_sub(self.number - 1)
+            .max(1);
+        result.attempts.next = Some(Next::Retry);
+        result
+    }
+
     fn gap(&self, judgement: &Judgement, missing: Vec<String>) -> DecisionResult {
         let mut result = self.base(ResultStatus::Gap, judgement);
         result.answers.clear();
@@ -487,6 +587,12 @@ fn builtin_lane_step(lane: &str) -> String {
         }
         LOW_CONFIDENCE_LANE => "Hand the case to a person: the evidence's confidence is below \
                                 the pack's minimum."
+            .to_owned(),
+        MISSING_FIELDS_LANE => "Hand the case to a person: the result left out a field the \
+                                pack requires, and a missing field is never success."
+            .to_owned(),
+        UNRECONCILED_LANE => "Hand the case to a person: the source still gave no usable \
+                              result after a reconcile."
             .to_owned(),
         other => format!("Hand the case to the `{other}` lane."),
     }

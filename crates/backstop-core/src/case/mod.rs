@@ -54,6 +54,9 @@ pub struct CaseState {
     /// Issued-mode first requests: how many cases this caller opened on the job in the last
     /// 24 hours.
     pub issued_last_day: u32,
+    /// How many cycles of the case have ended (by a decision or a resolved review); 0 for a
+    /// new case.
+    pub cycle: u32,
 }
 
 /// A stored result, returned again for a resend with the same `execution_id`.

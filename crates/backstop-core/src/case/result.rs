@@ -20,17 +20,30 @@ pub enum ResultStatus {
     Undecided,
     /// A required related record is missing.
     Gap,
+    /// The source did not complete or sent nothing: fetch its final result and send it again.
+    /// No attempt is used.
+    Reconcile,
+    /// The case was decided (or resolved by a person) and its pack makes that final: this
+    /// result is kept as history and changes nothing.
+    Noop,
 }
 
 impl ResultStatus {
-    /// Its wire name (`decided`, `held`, `undecided`, `gap`).
+    /// Its wire name (`decided`, `held`, `undecided`, `gap`, `reconcile`, `noop`).
     pub fn as_str(self) -> &'static str {
         match self {
             ResultStatus::Decided => "decided",
             ResultStatus::Held => "held",
             ResultStatus::Undecided => "undecided",
             ResultStatus::Gap => "gap",
+            ResultStatus::Reconcile => "reconcile",
+            ResultStatus::Noop => "noop",
         }
+    }
+
+    /// Whether an attempt with this status counts against the limit.
+    pub fn counts(self) -> bool {
+        !matches!(self, ResultStatus::Reconcile | ResultStatus::Noop)
     }
 }
 

@@ -53,9 +53,12 @@ pub enum Why {
     Conflict,
     /// Its text repeats an earlier excerpt (whitespace and ASCII case folded).
     Duplicate,
+    /// A value question's value names none of its answers, or is not a string.
+    InvalidValue,
 }
 
-/// One excerpt that was not used, by its position in the question's excerpt list.
+/// One excerpt that was not used, by its position in the question's excerpt list (a value
+/// question's value is position 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NotUsed {
@@ -77,6 +80,9 @@ pub struct QuestionVerdict {
     /// The excerpts that were not used, in position order.
     #[serde(rename = "notUsed")]
     pub not_used: Vec<NotUsed>,
+    /// Whether a value question was sent `unknown` explicitly.
+    #[serde(skip)]
+    pub unknown: bool,
 }
 
 impl QuestionVerdict {
@@ -101,14 +107,13 @@ pub fn judge_question(
         answer: None,
         used: Vec::new(),
         not_used: Vec::new(),
+        unknown: false,
     };
     let Some(evidence) = evidence else {
         return verdict;
     };
     match question.judge {
-        Judge::Value => {
-            verdict.answer = value_answer(question, evidence.value.as_ref());
-        }
+        Judge::Value => judge_value(question, evidence.value.as_ref(), &mut verdict),
         Judge::Quotes => {
             let excerpts = evidence.excerpts.as_deref().unwrap_or_default();
             judge_quotes(question, excerpts, hedges, &mut verdict);
@@ -117,17 +122,34 @@ pub fn judge_question(
     verdict
 }
 
-/// The answer a structured value names: a string equal to one of the answers, never `unknown`.
-fn value_answer(question: &Question, value: Option<&serde_json::Value>) -> Option<String> {
-    let text = value?.as_str()?;
-    if text == crate::pack::UNKNOWN_ANSWER {
-        return None;
+/// A structured value: a string naming one of the answers closes the question; `unknown`
+/// keeps it open (or closes it as `unknown` when the question says so); anything else is an
+/// invalid value, flagged at position 0, and keeps it open.
+fn judge_value(
+    question: &Question,
+    value: Option<&serde_json::Value>,
+    verdict: &mut QuestionVerdict,
+) {
+    let Some(value) = value.filter(|v| !v.is_null()) else {
+        return;
+    };
+    if value.as_str() == Some(crate::pack::UNKNOWN_ANSWER) {
+        verdict.unknown = true;
+        if question.on_unknown == crate::pack::OnUnknown::Answer {
+            verdict.answer = Some(crate::pack::UNKNOWN_ANSWER.to_owned());
+        }
+        return;
     }
-    question
-        .answers
-        .iter()
-        .find(|a| a.value == text)
-        .map(|a| a.value.clone())
+    let named = value
+        .as_str()
+        .and_then(|text| question.answers.iter().find(|a| a.value == text));
+    match named {
+        Some(answer) => verdict.answer = Some(answer.value.clone()),
+        None => verdict.not_used.push(NotUsed {
+            position: 0,
+            why: Why::InvalidValue,
+        }),
+    }
 }
 
 /// Checks each excerpt in order, then closes the question if the used ones agree and are

@@ -1,16 +1,21 @@
 //! Outcome selection: the pack's rules applied to the closed questions.
 //!
-//! The order of checks is the contract (DESIGN.md invariants 3 and 4): a source that did not
-//! complete decides nothing; the first rule that fires gives the outcome; with none, an open
-//! required question leaves the case undecided and otherwise the policy-gap lane holds it;
-//! last, a low confidence may hold a decision back but never turns anything into one.
+//! The order of checks is the contract (DESIGN.md invariants 3 and 4): a missing envelope field
+//! the pack requires holds the case; a source that did not complete, or a result with no
+//! evidence at all, decides nothing (it is judged as sent, reconciled, or held, as the pack's
+//! `[envelope]` says); the first rule that fires gives the outcome; with none, an `unknown` the
+//! pack sends to a lane holds the case there, an open required question leaves the case
+//! undecided, and otherwise the policy-gap lane holds it; last, a low confidence may hold a
+//! decision back but never turns anything into one.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use super::{QuestionEvidence, QuestionVerdict, judge_question};
-use crate::pack::{OutcomeKind, POLICY_GAP_LANE, Pack, PackRule};
+use crate::pack::{
+    EnvelopeField, OnUnknown, OutcomeKind, POLICY_GAP_LANE, Pack, PackRule, SourceAction,
+};
 
 /// How a case stands after judging.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -22,6 +27,9 @@ pub enum Status {
     Held,
     /// Nothing was decided: evidence is missing or the source did not complete.
     Undecided,
+    /// The source did not complete or sent nothing: fetch its final result and send it again;
+    /// no attempt is used.
+    Reconcile,
 }
 
 /// The result of judging one request against a pack.
@@ -66,7 +74,17 @@ pub fn decide(
         .filter(|v| !v.is_closed())
         .map(|v| v.key.clone())
         .collect();
-    let (status, outcome, reason) = select(pack, &answers, &open, confidence, source_status);
+    let envelope = Sent {
+        confidence,
+        source_status,
+        evidence: questions.values().any(|e| {
+            e.value.as_ref().is_some_and(|v| !v.is_null())
+                || e.excerpts.as_ref().is_some_and(|x| !x.is_empty())
+        }),
+    };
+    let (status, outcome, reason) = before_rules(pack, &envelope)
+        .or_else(|| unknown_lane(pack, &verdicts, &answers))
+        .unwrap_or_else(|| select(pack, &answers, &open, confidence));
     Judgement {
         status,
         outcome,
@@ -77,21 +95,108 @@ pub fn decide(
     }
 }
 
-/// The status, outcome and reason for these answers.
+/// What the request said about itself.
+struct Sent<'a> {
+    confidence: Option<f64>,
+    source_status: Option<&'a str>,
+    /// Whether any question got a value or an excerpt.
+    evidence: bool,
+}
+
+/// The outcome of a check that ends judging early: status, outcome, reason.
+type Early = Option<(Status, Option<String>, String)>;
+
+/// The envelope's checks, before any rule: required fields, then a source that did not
+/// complete, then a result with no evidence.
+fn before_rules(pack: &Pack, sent: &Sent<'_>) -> Early {
+    let envelope = &pack.envelope;
+    let missing: Vec<&str> = envelope
+        .require
+        .iter()
+        .filter(|field| match field {
+            EnvelopeField::Confidence => sent.confidence.is_none(),
+            EnvelopeField::SourceStatus => sent.source_status.is_none(),
+        })
+        .map(|field| field.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return Some((
+            Status::Held,
+            Some(envelope.missing_lane.clone()),
+            format!(
+                "the pack requires {} and the request did not send it: null is never success, \
+                 held in lane `{}`",
+                missing.join(" and "),
+                envelope.missing_lane
+            ),
+        ));
+    }
+    if let Some(source) = sent
+        .source_status
+        .filter(|s| !envelope.completed.iter().any(|c| c == s))
+    {
+        let why = format!(
+            "the source status is `{source}`, not {}",
+            envelope.completed.join(" or ")
+        );
+        return Some(source_action(&envelope.not_completed, &why));
+    }
+    if !sent.evidence && envelope.empty != SourceAction::Retry {
+        let why = "the result gave no question any evidence".to_owned();
+        return Some(source_action(&envelope.empty, &why));
+    }
+    None
+}
+
+fn source_action(action: &SourceAction, why: &str) -> (Status, Option<String>, String) {
+    match action {
+        SourceAction::Retry => (
+            Status::Undecided,
+            None,
+            format!("{why}: nothing is decided"),
+        ),
+        SourceAction::Reconcile => (
+            Status::Reconcile,
+            None,
+            format!(
+                "{why}: reconcile (fetch the final result and send it again); no attempt is used"
+            ),
+        ),
+        SourceAction::Lane(lane) => (
+            Status::Held,
+            Some(lane.clone()),
+            format!("{why}: held in lane `{lane}`"),
+        ),
+    }
+}
+
+/// The lane of the first question (in pack order) sent `unknown` whose pack sends it to a
+/// lane, when no rule fires first.
+fn unknown_lane(
+    pack: &Pack,
+    verdicts: &[QuestionVerdict],
+    answers: &BTreeMap<String, String>,
+) -> Early {
+    if pack.rules.iter().any(|rule| fires(rule, answers)) {
+        return None;
+    }
+    pack.questions.iter().zip(verdicts).find_map(|(q, v)| match &q.on_unknown {
+        OnUnknown::Lane(lane) if v.unknown => Some((
+            Status::Held,
+            Some(lane.clone()),
+            format!("`{}` is unknown and no rule fires: ambiguity is never resolved, held in lane `{lane}`", q.key),
+        )),
+        _ => None,
+    })
+}
+
+/// The status, outcome and reason for these answers, by the rules.
 fn select(
     pack: &Pack,
     answers: &BTreeMap<String, String>,
     open: &[String],
     confidence: Option<f64>,
-    source_status: Option<&str>,
 ) -> (Status, Option<String>, String) {
-    if let Some(source) = source_status.filter(|s| *s != "completed") {
-        return (
-            Status::Undecided,
-            None,
-            format!("the source status is `{source}`, not `completed`: nothing is decided"),
-        );
-    }
     let Some((index, rule)) = pack
         .rules
         .iter()

@@ -16,10 +16,15 @@ use regex::Regex;
 
 use crate::issue::Issue;
 
+mod envelope;
 mod parse;
 mod read;
 mod validate;
 
+pub use envelope::{
+    AfterDecision, Envelope, EnvelopeField, MISSING_FIELDS_LANE, OnUnknown, SourceAction,
+    UNRECONCILED_LANE,
+};
 pub use parse::parse_pack;
 
 /// The built-in lane a case is held in when no rule fires and no required question is open.
@@ -32,8 +37,8 @@ pub const POLICY_GAP_LANE: &str = "review_policy_gap";
 /// next step and escalation.
 pub const LOW_CONFIDENCE_LANE: &str = "review_low_confidence";
 
-/// The answer that means "not known": it never closes a value question, so no rule can fire
-/// on it.
+/// The answer that means "not known": it keeps a value question open, unless the question's
+/// `on_unknown` is `answer`.
 pub const UNKNOWN_ANSWER: &str = "unknown";
 
 /// The hedges an excerpt is refused for when a pack names none.
@@ -70,6 +75,8 @@ pub struct Pack {
     pub evidence: EvidenceLimits,
     /// The optional dampener: below `min`, a decision is held in a lane instead.
     pub confidence: Option<Confidence>,
+    /// Fields a request must carry, and what a source that did not complete means.
+    pub envelope: Envelope,
     /// The questions, in the order they are asked.
     pub questions: Vec<Question>,
     /// The related records a request brings along.
@@ -145,6 +152,8 @@ pub struct AttemptLimits {
     pub window: SignedDuration,
     /// The escalation when the limit is reached.
     pub escalate: String,
+    /// Whether a decided case takes more attempts.
+    pub after_decision: AfterDecision,
 }
 
 /// The pack's "when unresolved" instruction.
@@ -196,6 +205,8 @@ pub struct Question {
     pub where_to_look: String,
     /// The answers it may have.
     pub answers: Vec<Answer>,
+    /// What an explicit `unknown` value does (value questions).
+    pub on_unknown: OnUnknown,
 }
 
 /// How a question is judged.

@@ -18,7 +18,7 @@ use crate::issue::{Issue, join_path};
 /// The longest attempt window a pack may set: a year.
 const MAX_WINDOW: SignedDuration = SignedDuration::from_hours(8784);
 
-const TOP_KEYS: [&str; 13] = [
+const TOP_KEYS: [&str; 14] = [
     "job",
     "title",
     "identity",
@@ -26,6 +26,7 @@ const TOP_KEYS: [&str; 13] = [
     "unresolved",
     "evidence",
     "confidence",
+    "envelope",
     "questions",
     "related",
     "rules",
@@ -75,6 +76,7 @@ pub fn parse_pack(text: &str) -> Result<Pack, Vec<Issue>> {
     let unresolved = parse_unresolved(&top, &mut issues);
     let evidence = parse_evidence(&top, &mut issues);
     let confidence = parse_confidence(&top, &mut issues);
+    let envelope = super::envelope::parse_envelope(&top, &mut issues);
     let mut questions = Vec::new();
     for (i, entry) in top.tables("questions", &mut issues) {
         questions.push(parse_question(
@@ -134,6 +136,7 @@ pub fn parse_pack(text: &str) -> Result<Pack, Vec<Issue>> {
         unresolved,
         evidence,
         confidence,
+        envelope,
         questions,
         related,
         rules,
@@ -254,11 +257,14 @@ fn parse_attempts(top: &Reader<'_>, issues: &mut Vec<Issue>) -> AttemptLimits {
         max: 3,
         window: SignedDuration::from_hours(24),
         escalate: String::new(),
+        after_decision: super::AfterDecision::NewCycle,
     };
     let Some(table) = top.required_table("attempts", issues) else {
         return attempts;
     };
-    let r = Reader::new(table, "attempts", &["max", "window", "escalate"], issues);
+    let known = ["max", "window", "escalate", "after_decision"];
+    let r = Reader::new(table, "attempts", &known, issues);
+    attempts.after_decision = super::envelope::parse_after_decision(&r, issues);
     attempts.max = r.count("max", 1, issues).unwrap_or(3);
     if let Some(text) = r.string("window", issues) {
         match text.parse::<SignedDuration>() {
@@ -355,6 +361,7 @@ fn parse_question(entry: &Table, path: &str, issues: &mut Vec<Issue>) -> Questio
         "fix",
         "where_to_look",
         "answers",
+        "on_unknown",
     ];
     let r = Reader::new(entry, path, &known, issues);
     let key = r.required_string("key", issues);
@@ -368,6 +375,14 @@ fn parse_question(entry: &Table, path: &str, issues: &mut Vec<Issue>) -> Questio
             r.at("min_excerpts"),
             "not_for_judge",
             "a value-judged question reads no excerpts",
+        ));
+    }
+    let on_unknown = super::envelope::parse_on_unknown(&r, issues);
+    if judge == Some(Judge::Quotes) && r.has("on_unknown") {
+        issues.push(Issue::new(
+            r.at("on_unknown"),
+            "not_for_judge",
+            "only a value-judged question can be sent `unknown`",
         ));
     }
     let fix = r.required_string("fix", issues);
@@ -413,6 +428,7 @@ fn parse_question(entry: &Table, path: &str, issues: &mut Vec<Issue>) -> Questio
         fix,
         where_to_look,
         answers,
+        on_unknown,
     }
 }
 

@@ -4,7 +4,8 @@
 use std::collections::HashMap;
 
 use super::{
-    Condition, Judge, LOW_CONFIDENCE_LANE, OutcomeKind, POLICY_GAP_LANE, Pack, UNKNOWN_ANSWER,
+    Condition, Judge, LOW_CONFIDENCE_LANE, MISSING_FIELDS_LANE, OnUnknown, OutcomeKind,
+    POLICY_GAP_LANE, Pack, UNKNOWN_ANSWER, UNRECONCILED_LANE,
 };
 use crate::issue::Issue;
 
@@ -98,6 +99,30 @@ pub(super) fn validate(pack: &Pack, spots: &Spots, issues: &mut Vec<Issue>) {
         }
     }
 
+    let question_lanes = pack
+        .questions
+        .iter()
+        .zip(&spots.questions)
+        .map(|(q, i)| (format!("questions[{i}].on_unknown"), &q.on_unknown));
+    for (path, lane) in super::envelope::named_lanes(&pack.envelope, question_lanes) {
+        let builtin = [
+            MISSING_FIELDS_LANE,
+            UNRECONCILED_LANE,
+            POLICY_GAP_LANE,
+            LOW_CONFIDENCE_LANE,
+        ];
+        match pack.outcome(lane) {
+            None if builtin.contains(&lane) => {}
+            None => issues.push(unknown("unknown_outcome", path, "lane", lane, &ids)),
+            Some(outcome) if outcome.kind != OutcomeKind::Lane => issues.push(Issue::new(
+                path,
+                "not_a_lane",
+                format!("`{lane}` is a decision; a case is held in a lane here (or write `retry`)"),
+            )),
+            Some(_) => {}
+        }
+    }
+
     if spots.identity_known
         && let Some(key) = &pack.identity.question
     {
@@ -134,7 +159,12 @@ pub(super) fn validate(pack: &Pack, spots: &Spots, issues: &mut Vec<Issue>) {
                     Condition::Not(_) => format!("{cpath}.not[{j}]"),
                 };
                 let wanted = !matches!(condition, Condition::Not(_));
-                if wanted && question.judge == Judge::Value && value == UNKNOWN_ANSWER {
+                let unknown_closes = question.on_unknown == OnUnknown::Answer;
+                if wanted
+                    && question.judge == Judge::Value
+                    && value == UNKNOWN_ANSWER
+                    && !unknown_closes
+                {
                     issues.push(Issue::new(
                         at,
                         "never_matches",
@@ -142,12 +172,14 @@ pub(super) fn validate(pack: &Pack, spots: &Spots, issues: &mut Vec<Issue>) {
                             "`{key} = \"{UNKNOWN_ANSWER}\"` never fires: `{UNKNOWN_ANSWER}` keeps a \
                              value question open, and a rule fires only on closed questions; \
                              an open required question leaves the case undecided, so the agent \
-                             asks again and the attempt limit hands it to a person"
+                             asks again and the attempt limit hands it to a person; \
+                             `on_unknown = \"answer\"` on the question lets rules name it"
                         ),
                     ));
                     continue;
                 }
-                if answers.contains(&value.as_str()) {
+                if answers.contains(&value.as_str()) || (unknown_closes && value == UNKNOWN_ANSWER)
+                {
                     continue;
                 }
                 let what = format!("answer of `{key}`");

@@ -166,6 +166,7 @@ fn load(
             retry_used: row.get(4),
         });
     state.case_id = Some(case_id);
+    state.cycle = cycle;
     Ok((state, cycle))
 }
 

@@ -122,6 +122,7 @@ fn load(
         })
         .optional()?;
     state.case_id = Some(case_id);
+    state.cycle = cycle;
     Ok((state, cycle))
 }
 

@@ -135,12 +135,14 @@ pub fn fields_identity_ignores_order(store: &dyn Store) {
     let pack = shipped("po-acknowledgement");
     let one: Value = serde_json::from_str(
         r#"{"execution_id": "e1", "case": {"fields": {"supplier": "Acme", "po_number": "PO-7"}},
-            "questions": {"needs_human": {"value": "unknown"}}}"#,
+            "questions": {"needs_human": {"value": "unknown"}},
+            "source_status": "completed", "confidence": 0.9}"#,
     )
     .unwrap();
     let two: Value = serde_json::from_str(
         r#"{"execution_id": "e2", "case": {"fields": {"po_number": "po-7", "supplier": "ACME"}},
-            "questions": {"needs_human": {"value": "unknown"}, "received": {"value": "yes"}}}"#,
+            "questions": {"needs_human": {"value": "unknown"}, "received": {"value": "yes"}},
+            "source_status": "completed", "confidence": 0.9}"#,
     )
     .unwrap();
     let first = ask(store, &pack, "a", &one, at(0));

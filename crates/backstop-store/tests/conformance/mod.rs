@@ -10,6 +10,7 @@ pub mod support;
 pub mod attempts;
 pub mod identity;
 pub mod keeping;
+pub mod lifecycle;
 pub mod reviews;
 
 /// Expands to one `#[test]` per scenario, each on a fresh store from `$fresh()`.
@@ -48,6 +49,9 @@ macro_rules! conformance_suite {
             keeping::records_keep_keys_sources_locators_and_hashes_only,
             keeping::purge_deletes_attempts_past_retention,
             keeping::call_events_are_journaled_and_purged,
+            lifecycle::a_final_decision_is_never_overwritten,
+            lifecycle::a_resolved_case_takes_no_late_result,
+            lifecycle::a_reconcile_uses_no_attempt_and_happens_once,
         );
     };
     (@each $fresh:path, $($module:ident :: $name:ident),+ $(,)?) => {

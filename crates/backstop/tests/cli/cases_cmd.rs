@@ -256,6 +256,7 @@ fn po(execution_id: &str, fields: &Value, values: &[(&str, &str)]) -> Value {
         "case": {"fields": fields},
         "questions": questions,
         "source_status": "completed",
+        "confidence": 0.95,
     })
 }
 

@@ -36,6 +36,7 @@ mod hint;
 mod jsonl;
 mod loop_cmd;
 mod pack_cmd;
+mod po_cmd;
 mod replay;
 mod rules_cmd;
 mod serve_cmd;

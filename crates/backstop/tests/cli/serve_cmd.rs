@@ -398,8 +398,9 @@ fn po_request(execution_id: &str) -> Value {
     json!({
         "execution_id": execution_id,
         "case": {"fields": {"supplier": "Acme Ltd", "po_number": "PO-1"}},
-        "questions": {"needs_human": {"value": "no"}, "received": {"value": "unknown"}},
+        "questions": {"needs_human": {"value": "no"}, "received": {"value": "maybe"}},
         "source_status": "completed",
+        "confidence": 0.9,
     })
 }
 
