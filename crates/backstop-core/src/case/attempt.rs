@@ -128,7 +128,8 @@ pub fn attempt(pack: &Pack, state: &CaseState, request: &Request, now: Timestamp
         .map(|r| r.kind.clone())
         .collect();
     let gap = !missing.is_empty();
-    let (closed, cited) = if gap || judgement.status == Status::Reconcile {
+    let no_evidence = judgement.status == Status::Reconcile || judgement.source_unfinished;
+    let (closed, cited) = if gap || no_evidence {
         (Vec::new(), Vec::new())
     } else {
         (
@@ -460,6 +461,16 @@ impl Shape<'_> {
         result.retry = self.guidance(judgement);
         if self.lane_retry {
             self.back_to_review(&mut result);
+            return result;
+        }
+        if judgement.source_unfinished {
+            // The source failed: the count alone decides, up to the attempt limit.
+            result.next_step = format!(
+                "The source did not finish, so this attempt counts and gave no evidence; try \
+                 the source again if attempts remain ({}), else escalate.",
+                self.pack.attempts.max.saturating_sub(self.number)
+            );
+            self.count(&mut result);
             return result;
         }
         if self.number >= 2 && !self.progress {

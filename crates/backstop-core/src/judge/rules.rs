@@ -47,6 +47,9 @@ pub struct Judgement {
     pub verdicts: Vec<QuestionVerdict>,
     /// Why the case stands as it does, for people.
     pub reason: String,
+    /// Whether the source did not complete: its values are not evidence, and a retry it
+    /// causes is not judged for progress.
+    pub source_unfinished: bool,
 }
 
 /// Judges every question of `pack` and applies its rules.
@@ -85,6 +88,20 @@ pub fn decide(
     let (status, outcome, reason) = before_rules(pack, &envelope)
         .or_else(|| unknown_lane(pack, &verdicts, &answers))
         .unwrap_or_else(|| select(pack, &answers, &open, confidence));
+    let source_unfinished =
+        source_status.is_some_and(|s| !pack.envelope.completed.iter().any(|c| c == s));
+    if source_unfinished {
+        // A source that did not finish gave no evidence, whatever its result object says.
+        return Judgement {
+            status,
+            outcome,
+            answers: BTreeMap::new(),
+            open: pack.questions.iter().map(|q| q.key.clone()).collect(),
+            verdicts,
+            reason,
+            source_unfinished,
+        };
+    }
     Judgement {
         status,
         outcome,
@@ -92,6 +109,7 @@ pub fn decide(
         open,
         verdicts,
         reason,
+        source_unfinished,
     }
 }
 
@@ -136,10 +154,14 @@ fn before_rules(pack: &Pack, sent: &Sent<'_>) -> Early {
         .filter(|s| !envelope.completed.iter().any(|c| c == s))
     {
         let why = format!(
-            "the source status is `{source}`, not {}",
+            "the source status is `{source}`, not {}: its values are ignored",
             envelope.completed.join(" or ")
         );
-        return Some(source_action(&envelope.not_completed, &why));
+        let action = envelope
+            .statuses
+            .get(source)
+            .unwrap_or(&envelope.not_completed);
+        return Some(source_action(action, &why));
     }
     if !sent.evidence && envelope.empty != SourceAction::Retry {
         let why = "the result gave no question any evidence".to_owned();

@@ -66,6 +66,8 @@ pub struct Envelope {
     pub missing_lane: String,
     /// The `source_status` values that mean the source finished (default `["completed"]`).
     pub completed: Vec<String>,
+    /// What a `source_status` that is not completed means, by status (`failed = "retry"`).
+    pub statuses: std::collections::BTreeMap<String, SourceAction>,
     /// Any other `source_status`.
     pub not_completed: SourceAction,
     /// A completed source whose result gave no question any evidence.
@@ -81,6 +83,7 @@ impl Default for Envelope {
             require: Vec::new(),
             missing_lane: MISSING_FIELDS_LANE.to_owned(),
             completed: vec!["completed".to_owned()],
+            statuses: std::collections::BTreeMap::new(),
             not_completed: SourceAction::Retry,
             empty: SourceAction::Retry,
             unreconciled: UNRECONCILED_LANE.to_owned(),
@@ -109,6 +112,7 @@ pub(super) fn parse_envelope(top: &Reader<'_>, issues: &mut Vec<Issue>) -> Envel
         "require",
         "missing_lane",
         "completed",
+        "statuses",
         "not_completed",
         "empty",
         "unreconciled",
@@ -144,6 +148,22 @@ pub(super) fn parse_envelope(top: &Reader<'_>, issues: &mut Vec<Issue>) -> Envel
             ));
         }
         envelope.completed = values;
+    }
+    if let Some(statuses) = r.table("statuses", issues) {
+        for (status, action) in statuses {
+            match action.as_str() {
+                Some(text) if !text.trim().is_empty() => {
+                    envelope
+                        .statuses
+                        .insert(status.clone(), source_action(text.to_owned()));
+                }
+                _ => issues.push(Issue::new(
+                    format!("envelope.statuses.{status}"),
+                    "wrong_type",
+                    "expected \"retry\", \"reconcile\" or a lane's id",
+                )),
+            }
+        }
     }
     if let Some(action) = r.string("not_completed", issues) {
         envelope.not_completed = source_action(action);
@@ -202,12 +222,17 @@ pub(super) fn named_lanes<'a>(
             envelope.unreconciled.as_str(),
         ),
     ];
-    for (path, action) in [
-        ("envelope.not_completed", &envelope.not_completed),
-        ("envelope.empty", &envelope.empty),
-    ] {
+    let by_status = envelope
+        .statuses
+        .iter()
+        .map(|(status, action)| (format!("envelope.statuses.{status}"), action));
+    let others = [
+        ("envelope.not_completed".to_owned(), &envelope.not_completed),
+        ("envelope.empty".to_owned(), &envelope.empty),
+    ];
+    for (path, action) in by_status.chain(others) {
         if let SourceAction::Lane(lane) = action {
-            lanes.push((path.to_owned(), lane.as_str()));
+            lanes.push((path, lane.as_str()));
         }
     }
     for (path, on_unknown) in questions {

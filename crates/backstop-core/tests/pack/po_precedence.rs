@@ -47,7 +47,11 @@ fn precedence(
     if confidence.is_none() || source.is_none() {
         return held("review_missing_fields");
     }
-    // 3. A call that did not complete, or no result at all.
+    // 3. A call that failed or was not answered counts and gives no evidence; one still
+    // running (or of unknown state), or a result with nothing in it, is reconciled.
+    if matches!(source, Some("failed" | "no_answer" | "busy" | "voicemail")) {
+        return (Status::Undecided, None);
+    }
     if source != Some("completed") || values.iter().all(|v| v.as_ref().is_none_or(Value::is_null)) {
         return (Status::Reconcile, None);
     }
@@ -143,7 +147,12 @@ fn the_pack_follows_the_precedence_over_every_combination() {
     let mut seen = BTreeMap::new();
     for values in &combinations {
         for confidence in [None, Some(0.5), Some(0.95)] {
-            for source in [None, Some("completed"), Some("in_progress")] {
+            for source in [
+                None,
+                Some("completed"),
+                Some("in_progress"),
+                Some("no_answer"),
+            ] {
                 let expected = precedence(values, confidence, source);
                 let judgement = judge(values, confidence, source);
                 assert_eq!(

@@ -210,7 +210,7 @@ fn p3_a_call_that_did_not_complete_is_reconciled_with_no_attempt_used_then_held(
     // Reconciled once; still not complete: a person, never a redial.
     let second = po.decide(
         T1,
-        &request("e2", &CLEAN, &[("source_status", json!("failed"))]),
+        &request("e2", &CLEAN, &[("source_status", json!("queued"))]),
     );
     assert_standing(&second, "held", Some("review_unreconciled"));
     assert_escalates_to(&second, "buyer-desk");
@@ -390,13 +390,17 @@ fn failure_structured_result_null_reconcile_then_escalate_never_resolve() {
 fn failure_recipient_never_answered_no_evidence_whatever_the_result_says() {
     let po = Po::new("po-f-no-answer");
     // A result object full of clean values, from a recipient who never picked up.
-    let result = po.decide(
-        T0,
-        &request("e1", &CLEAN, &[("source_status", json!("no_answer"))]),
-    );
-    assert_standing(&result, "reconcile", None);
-    assert_eq!(result["answers"], json!({}));
-    assert_no_redial(&result);
+    let unanswered = |n: &str| request(n, &CLEAN, &[("source_status", json!("no_answer"))]);
+    let first = po.decide(T0, &unanswered("e1"));
+    assert_standing(&first, "undecided", None);
+    assert_eq!(first["answers"], json!({}), "{first:#}");
+    assert_eq!(first["attempts"]["used"], 1);
+    // Not a "no progress" stop at the second: the call may be tried to the attempt limit.
+    let second = po.decide(T1, &unanswered("e2"));
+    assert_eq!(second["attempts"]["next"], "retry", "{second:#}");
+    let third = po.decide(T2, &unanswered("e3"));
+    assert_eq!(third["attempts"]["next"], "escalate", "{third:#}");
+    assert_eq!(third["escalation"]["trigger"], "attempt_limit", "{third:#}");
 }
 
 #[test]
