@@ -110,6 +110,7 @@ pub fn attempt(pack: &Pack, state: &CaseState, request: &Request, now: Timestamp
         &request.questions,
         request.confidence,
         request.source_status.as_deref(),
+        now,
     );
     if judgement.status == Status::Reconcile && reconciled {
         // Reconcile once, then a person: never an automatic redial.

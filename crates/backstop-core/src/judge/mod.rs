@@ -140,11 +140,15 @@ fn judge_value(
         }
         return;
     }
-    let named = value
-        .as_str()
-        .and_then(|text| question.answers.iter().find(|a| a.value == text));
+    let named = match question.value_type {
+        crate::pack::ValueType::Answer => value
+            .as_str()
+            .and_then(|text| question.answers.iter().find(|a| a.value == text))
+            .map(|a| a.value.clone()),
+        typed => crate::pack::typed_answer(typed, value),
+    };
     match named {
-        Some(answer) => verdict.answer = Some(answer.value.clone()),
+        Some(answer) => verdict.answer = Some(answer),
         None => verdict.not_used.push(NotUsed {
             position: 0,
             why: Why::InvalidValue,
@@ -238,8 +242,24 @@ mod tests {
 
     use proptest::prelude::*;
 
-    use super::*;
+    use super::{Excerpt, Judgement, QuestionEvidence, Status, Why, is_hedged, judge_question};
     use crate::pack::{LOW_CONFIDENCE_LANE, POLICY_GAP_LANE, Pack, parse_pack};
+
+    /// `decide` at a fixed time: these packs have no date bounds.
+    fn decide(
+        pack: &Pack,
+        questions: &BTreeMap<String, QuestionEvidence>,
+        confidence: Option<f64>,
+        source_status: Option<&str>,
+    ) -> Judgement {
+        super::decide(
+            pack,
+            questions,
+            confidence,
+            source_status,
+            jiff::Timestamp::UNIX_EPOCH,
+        )
+    }
 
     /// A pack shaped like `packs/vendor-risk.toml`, with a `needs_human` rule first and a
     /// value question; `min` is `data_access`'s `min_excerpts`.

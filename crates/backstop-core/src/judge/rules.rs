@@ -13,8 +13,11 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::{QuestionEvidence, QuestionVerdict, judge_question};
+use jiff::Timestamp;
+
 use crate::pack::{
-    EnvelopeField, OnUnknown, OutcomeKind, POLICY_GAP_LANE, Pack, PackRule, SourceAction,
+    Condition, EnvelopeField, OnUnknown, OutcomeKind, POLICY_GAP_LANE, Pack, PackRule,
+    SourceAction, bounds_hold,
 };
 
 /// How a case stands after judging.
@@ -62,6 +65,7 @@ pub fn decide(
     questions: &BTreeMap<String, QuestionEvidence>,
     confidence: Option<f64>,
     source_status: Option<&str>,
+    now: Timestamp,
 ) -> Judgement {
     let verdicts: Vec<QuestionVerdict> = pack
         .questions
@@ -86,8 +90,8 @@ pub fn decide(
         }),
     };
     let (status, outcome, reason) = before_rules(pack, &envelope)
-        .or_else(|| unknown_lane(pack, &verdicts, &answers))
-        .unwrap_or_else(|| select(pack, &answers, &open, confidence));
+        .or_else(|| unknown_lane(pack, &verdicts, &answers, now))
+        .unwrap_or_else(|| select(pack, &answers, &open, confidence, now));
     let source_unfinished =
         source_status.is_some_and(|s| !pack.envelope.completed.iter().any(|c| c == s));
     if source_unfinished {
@@ -198,8 +202,13 @@ fn unknown_lane(
     pack: &Pack,
     verdicts: &[QuestionVerdict],
     answers: &BTreeMap<String, String>,
+    now: Timestamp,
 ) -> Early {
-    if pack.rules.iter().any(|rule| fires(rule, answers)) {
+    if pack
+        .rules
+        .iter()
+        .any(|rule| fires(pack, rule, answers, now))
+    {
         return None;
     }
     pack.questions.iter().zip(verdicts).find_map(|(q, v)| match &q.on_unknown {
@@ -218,12 +227,13 @@ fn select(
     answers: &BTreeMap<String, String>,
     open: &[String],
     confidence: Option<f64>,
+    now: Timestamp,
 ) -> (Status, Option<String>, String) {
     let Some((index, rule)) = pack
         .rules
         .iter()
         .enumerate()
-        .find(|(_, rule)| fires(rule, answers))
+        .find(|(_, rule)| fires(pack, rule, answers, now))
     else {
         let open_required: Vec<&str> = pack
             .questions
@@ -275,8 +285,13 @@ fn select(
 }
 
 /// Whether every question the rule names is closed with an answer its condition allows.
-fn fires(rule: &PackRule, answers: &BTreeMap<String, String>) -> bool {
-    rule.when
-        .iter()
-        .all(|(key, condition)| answers.get(key).is_some_and(|a| condition.holds(a)))
+fn fires(pack: &Pack, rule: &PackRule, answers: &BTreeMap<String, String>, now: Timestamp) -> bool {
+    rule.when.iter().all(|(key, condition)| {
+        answers.get(key).is_some_and(|answer| match condition {
+            Condition::Bounds(bounds) => pack
+                .question(key)
+                .is_some_and(|q| bounds_hold(q.value_type, bounds, answer, answers, now)),
+            other => other.holds(answer),
+        })
+    })
 }

@@ -19,6 +19,7 @@ use crate::issue::Issue;
 mod envelope;
 mod parse;
 mod read;
+mod typed;
 mod validate;
 
 pub use envelope::{
@@ -26,6 +27,7 @@ pub use envelope::{
     UNRECONCILED_LANE,
 };
 pub use parse::parse_pack;
+pub use typed::{Anchor, Bound, BoundOp, Offset, ValueType, bounds_hold, parse_time, typed_answer};
 
 /// The built-in lane a case is held in when no rule fires and no required question is open.
 pub const POLICY_GAP_LANE: &str = "review_policy_gap";
@@ -207,6 +209,8 @@ pub struct Question {
     pub answers: Vec<Answer>,
     /// What an explicit `unknown` value does (value questions).
     pub on_unknown: OnUnknown,
+    /// What a value question's value is: one of `answers`, or a typed date or number.
+    pub value_type: ValueType,
 }
 
 /// How a question is judged.
@@ -248,7 +252,7 @@ pub struct PackRule {
 }
 
 /// What a closed question's answer must be for a rule to fire.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Condition {
     /// This answer.
     Value(String),
@@ -256,6 +260,8 @@ pub enum Condition {
     Values(Vec<String>),
     /// Any answer but these.
     Not(Vec<String>),
+    /// A typed question's answer within these bounds (see [`bounds_hold`]).
+    Bounds(Vec<Bound>),
 }
 
 impl Condition {
@@ -265,6 +271,8 @@ impl Condition {
             Condition::Value(value) => value == answer,
             Condition::Values(values) => values.iter().any(|v| v == answer),
             Condition::Not(values) => values.iter().all(|v| v != answer),
+            // Bounds need the question's type, the other answers and the time.
+            Condition::Bounds(_) => false,
         }
     }
 
@@ -273,6 +281,7 @@ impl Condition {
         match self {
             Condition::Value(value) => std::slice::from_ref(value),
             Condition::Values(values) | Condition::Not(values) => values,
+            Condition::Bounds(_) => &[],
         }
     }
 }

@@ -362,6 +362,7 @@ fn parse_question(entry: &Table, path: &str, issues: &mut Vec<Issue>) -> Questio
         "where_to_look",
         "answers",
         "on_unknown",
+        "type",
     ];
     let r = Reader::new(entry, path, &known, issues);
     let key = r.required_string("key", issues);
@@ -385,9 +386,26 @@ fn parse_question(entry: &Table, path: &str, issues: &mut Vec<Issue>) -> Questio
             "only a value-judged question can be sent `unknown`",
         ));
     }
+    let value_type =
+        super::typed::parse_value_type(r.string("type", issues).as_deref(), &r.at("type"), issues);
+    let typed = value_type != super::ValueType::Answer;
+    if typed && judge != Some(Judge::Value) {
+        issues.push(Issue::new(
+            r.at("type"),
+            "not_for_judge",
+            "only a value-judged question has a type; set `judge = \"value\"`",
+        ));
+    }
+    if typed && r.has("answers") {
+        issues.push(Issue::new(
+            r.at("answers"),
+            "not_for_type",
+            "a typed question takes any date or number; rules bound it with at_least / at_most",
+        ));
+    }
     let fix = r.required_string("fix", issues);
     let where_to_look = r.required_string("where_to_look", issues);
-    if !r.has("answers") {
+    if !r.has("answers") && !typed {
         issues.push(missing(&r.at("answers")));
     }
     let mut answers = Vec::new();
@@ -429,6 +447,7 @@ fn parse_question(entry: &Table, path: &str, issues: &mut Vec<Issue>) -> Questio
         where_to_look,
         answers,
         on_unknown,
+        value_type,
     }
 }
 
@@ -486,22 +505,29 @@ fn parse_rule(entry: &Table, path: &str, issues: &mut Vec<Issue>) -> PackRule {
             Value::String(s) => Some(Condition::Value(s.clone())),
             Value::Array(_) => strings_at(value, &cpath, issues).map(Condition::Values),
             Value::Table(t) => {
-                let not = Reader::new(t, &cpath, &["not"], issues);
-                if !not.has("not") {
-                    issues.push(missing(&not.at("not")));
+                let known = ["not", "at_least", "at_most"];
+                let table = Reader::new(t, &cpath, &known, issues);
+                if table.has("at_least") || table.has("at_most") {
+                    Some(Condition::Bounds(super::typed::parse_bounds(
+                        t, &cpath, issues,
+                    )))
+                } else {
+                    if !table.has("not") {
+                        issues.push(missing(&table.at("not")));
+                    }
+                    table.strings("not", issues).map(Condition::Not)
                 }
-                not.strings("not", issues).map(Condition::Not)
             }
             _ => {
                 issues.push(wrong_form(
                     &cpath,
-                    "an answer, a list of answers or { not = [...] }",
+                    "an answer, a list of answers, { not = [...] } or { at_least, at_most }",
                 ));
                 None
             }
         };
         if let Some(condition) = condition {
-            if condition.named().is_empty() {
+            if condition.named().is_empty() && !matches!(condition, Condition::Bounds(_)) {
                 issues.push(Issue::new(cpath, "empty_list", "name at least one answer"));
             }
             when.insert(key.clone(), condition);

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use super::{
     Condition, Judge, LOW_CONFIDENCE_LANE, MISSING_FIELDS_LANE, OnUnknown, OutcomeKind,
-    POLICY_GAP_LANE, Pack, UNKNOWN_ANSWER, UNRECONCILED_LANE,
+    POLICY_GAP_LANE, Pack, UNKNOWN_ANSWER, UNRECONCILED_LANE, ValueType,
 };
 use crate::issue::Issue;
 
@@ -151,10 +151,41 @@ pub(super) fn validate(pack: &Pack, spots: &Spots, issues: &mut Vec<Issue>) {
                 issues.push(unknown("unknown_question", cpath, "question", key, &keys));
                 continue;
             };
+            let typed = question.value_type != ValueType::Answer;
+            match condition {
+                Condition::Bounds(bounds) if typed => {
+                    for bound in bounds {
+                        let anchor_kind = |key: &str| pack.question(key).map(|q| q.value_type);
+                        if let Some(why) =
+                            super::typed::bound_mismatch(question.value_type, bound, anchor_kind)
+                        {
+                            issues.push(Issue::new(cpath.clone(), "bad_bound", why));
+                        }
+                    }
+                    continue;
+                }
+                Condition::Bounds(_) => {
+                    issues.push(Issue::new(
+                        cpath,
+                        "not_for_type",
+                        format!("`{key}` takes one of its answers; at_least / at_most bound a date or number question"),
+                    ));
+                    continue;
+                }
+                _ if typed => {
+                    issues.push(Issue::new(
+                        cpath,
+                        "not_for_type",
+                        format!("`{key}` is a typed question: bound it with at_least / at_most"),
+                    ));
+                    continue;
+                }
+                _ => {}
+            }
             let answers: Vec<&str> = question.answers.iter().map(|a| a.value.as_str()).collect();
             for (j, value) in condition.named().iter().enumerate() {
                 let at = match condition {
-                    Condition::Value(_) => cpath.clone(),
+                    Condition::Value(_) | Condition::Bounds(_) => cpath.clone(),
                     Condition::Values(_) => format!("{cpath}[{j}]"),
                     Condition::Not(_) => format!("{cpath}.not[{j}]"),
                 };

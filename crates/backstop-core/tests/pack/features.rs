@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use backstop_core::judge::{QuestionEvidence, Status, decide};
+use backstop_core::judge::{Judgement, QuestionEvidence, Status};
 use backstop_core::pack::{AfterDecision, OnUnknown, Pack, parse_pack};
 use serde_json::json;
 
@@ -254,4 +254,187 @@ fn a_value_outside_the_answers_or_of_another_type_is_flagged_invalid() {
             "{value}"
         );
     }
+}
+
+/// `judge::decide` at [`NOW`].
+fn decide(
+    pack: &Pack,
+    questions: &BTreeMap<String, QuestionEvidence>,
+    confidence: Option<f64>,
+    source_status: Option<&str>,
+) -> Judgement {
+    backstop_core::judge::decide(pack, questions, confidence, source_status, NOW)
+}
+
+/// The time every judgement here is made at.
+const NOW: jiff::Timestamp = jiff::Timestamp::constant(1_796_083_200, 0);
+
+/// A pack with a date question `ship` and a number question `qty` besides `ok`, and `rule`.
+fn typed_pack(rule: &str) -> Result<Pack, Vec<(String, String)>> {
+    let questions = r#"
+[[questions]]
+key = "ship"
+text = "When does it ship?"
+judge = "value"
+type = "date"
+required = false
+fix = "Send the ship date."
+where_to_look = "The result."
+
+[[questions]]
+key = "promised"
+text = "When was it promised?"
+judge = "value"
+type = "date"
+required = false
+fix = "Send the promised date."
+where_to_look = "The order."
+
+[[questions]]
+key = "qty"
+text = "How many?"
+judge = "value"
+type = "number"
+required = false
+fix = "Send the quantity."
+where_to_look = "The result."
+"#;
+    parse_pack(&pack_text("", &format!("{questions}\n{rule}")))
+        .map_err(|issues| issues.into_iter().map(|i| (i.path, i.code)).collect())
+}
+
+fn typed(values: &[(&str, serde_json::Value)]) -> BTreeMap<String, QuestionEvidence> {
+    values
+        .iter()
+        .map(|(key, value)| {
+            (
+                (*key).to_owned(),
+                QuestionEvidence {
+                    excerpts: None,
+                    value: Some(value.clone()),
+                },
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_date_or_number_question_closes_on_a_usable_value_and_flags_the_rest() {
+    let pack = typed_pack("").unwrap();
+    let judgement = decide(
+        &pack,
+        &typed(&[
+            ("ship", json!("2026-12-02")),
+            ("qty", json!(12)),
+            ("promised", json!("soon")),
+        ]),
+        Some(1.0),
+        None,
+    );
+    assert_eq!(judgement.answers["ship"], "2026-12-02T00:00:00Z");
+    assert_eq!(judgement.answers["qty"], "12");
+    assert!(!judgement.answers.contains_key("promised"));
+    let promised = judgement
+        .verdicts
+        .iter()
+        .find(|v| v.key == "promised")
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&promised.not_used).unwrap(),
+        json!([{"position": 0, "why": "invalid_value"}])
+    );
+}
+
+#[test]
+fn bounds_compare_a_date_with_now_or_another_date_and_a_number_with_a_number() {
+    let within_48h = "[[rules]]\nwhen = { ok = \"no\", ship = { at_least = \"now-24h\", at_most = \"now+48h\" } }\noutcome = \"person\"\n";
+    let pack = typed_pack(within_48h).unwrap();
+    let held = |ship: &str| {
+        let evidence = typed(&[("ok", json!("no")), ("ship", json!(ship))]);
+        decide(&pack, &evidence, Some(1.0), None).outcome.as_deref() == Some("person")
+    };
+    // NOW is 2026-12-01T00:00:00Z.
+    assert!(held("2026-12-01"));
+    assert!(held("2026-12-02T23:00:00Z"));
+    assert!(!held("2026-12-03T00:00:01Z"), "past 48 hours");
+    assert!(!held("2026-11-29"), "in the past");
+
+    let late_by_at_most_2_days = "[[rules]]\nwhen = { ok = \"no\", ship = { at_most = \"promised+48h\" } }\noutcome = \"person\"\n";
+    let pack = typed_pack(late_by_at_most_2_days).unwrap();
+    let judge = |ship: &str, promised: Option<&str>| {
+        let mut values = vec![("ok", json!("no")), ("ship", json!(ship))];
+        if let Some(p) = promised {
+            values.push(("promised", json!(p)));
+        }
+        decide(&pack, &typed(&values), Some(1.0), None)
+            .outcome
+            .as_deref()
+            == Some("person")
+    };
+    assert!(judge("2026-12-05", Some("2026-12-04")));
+    assert!(!judge("2026-12-07", Some("2026-12-04")));
+    assert!(!judge("2026-12-05", None), "an open anchor holds no bound");
+
+    let enough = "[[rules]]\nwhen = { ok = \"no\", qty = { at_least = 10, at_most = 20 } }\noutcome = \"person\"\n";
+    let pack = typed_pack(enough).unwrap();
+    let qty = |n: serde_json::Value| {
+        decide(
+            &pack,
+            &typed(&[("ok", json!("no")), ("qty", n)]),
+            Some(1.0),
+            None,
+        )
+        .outcome
+        .as_deref()
+            == Some("person")
+    };
+    assert!(qty(json!(10)));
+    assert!(qty(json!(20.0)));
+    assert!(!qty(json!(21)));
+}
+
+#[test]
+fn typed_question_mistakes_are_refused_with_their_path() {
+    let refused = |rule: &str| {
+        let mut found = typed_pack(rule).expect_err("refused");
+        found.sort();
+        found
+    };
+    let pair = |p: &str, c: &str| (p.to_owned(), c.to_owned());
+    assert_eq!(
+        refused("[[rules]]\nwhen = { ship = \"2026-12-01\" }\noutcome = \"person\"\n"),
+        [pair("rules[1].when.ship", "not_for_type")]
+    );
+    assert_eq!(
+        refused("[[rules]]\nwhen = { ok = { at_most = 3 } }\noutcome = \"person\"\n"),
+        [pair("rules[1].when.ok", "not_for_type")]
+    );
+    assert_eq!(
+        refused("[[rules]]\nwhen = { ship = { at_most = \"soon!\" } }\noutcome = \"person\"\n"),
+        [pair("rules[1].when.ship.at_most", "bad_bound")]
+    );
+    assert_eq!(
+        refused(
+            "[[rules]]\nwhen = { ship = { at_most = \"eta+1h\" }, qty = { at_least = \"now\" } }\noutcome = \"person\"\n"
+        ),
+        [
+            pair("rules[1].when.qty", "bad_bound"),
+            pair("rules[1].when.ship", "bad_bound")
+        ]
+    );
+    let text = pack_text("type = \"date\"", "");
+    let mut found: Vec<(String, String)> = parse_pack(&text)
+        .unwrap_err()
+        .into_iter()
+        .map(|i| (i.path, i.code))
+        .collect();
+    found.sort();
+    // `ok` is a date now, so the pack's rule `ok = "yes"` is refused too.
+    assert_eq!(
+        found,
+        [
+            pair("questions[0].answers", "not_for_type"),
+            pair("rules[0].when.ok", "not_for_type")
+        ]
+    );
 }

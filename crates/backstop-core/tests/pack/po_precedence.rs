@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-use backstop_core::judge::{Judgement, QuestionEvidence, Status, decide};
+use backstop_core::judge::{Judgement, QuestionEvidence, Status};
 use backstop_core::pack::{Pack, parse_pack};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -30,6 +30,7 @@ const fn held(lane: &'static str) -> Standing {
 /// final decision, and the reconcile-once rule need a ledger).
 fn precedence(
     values: &[Option<Value>; 4],
+    ship: Option<&Value>,
     confidence: Option<f64>,
     source: Option<&str>,
 ) -> Standing {
@@ -52,7 +53,9 @@ fn precedence(
     if matches!(source, Some("failed" | "no_answer" | "busy" | "voicemail")) {
         return (Status::Undecided, None);
     }
-    if source != Some("completed") || values.iter().all(|v| v.as_ref().is_none_or(Value::is_null)) {
+    let nothing = values.iter().all(|v| v.as_ref().is_none_or(Value::is_null))
+        && ship.is_none_or(Value::is_null);
+    if source != Some("completed") || nothing {
         return (Status::Reconcile, None);
     }
     // 4 and 5: the contact's request outranks everything.
@@ -72,12 +75,26 @@ fn precedence(
     if could_close && !matches!(spoke_with, "intended_contact" | "authorized_representative") {
         return held("review_identity");
     }
-    // 7 and 8. The one close, which low confidence holds back.
-    if received == "yes" && po_status == "on_time" {
+    // 7 and 8. The closes, which low confidence holds back: on time, or late by a ship date
+    // from a day ago to 48 hours ahead (NOW is 2026-12-01T00:00:00Z).
+    let ship_ok = ship
+        .and_then(Value::as_str)
+        .and_then(backstop_core::pack::parse_time)
+        .is_some_and(|t| {
+            let from: jiff::Timestamp = "2026-11-30T00:00:00Z".parse().unwrap();
+            let to: jiff::Timestamp = "2026-12-03T00:00:00Z".parse().unwrap();
+            from <= t && t <= to
+        });
+    let close = match (received, po_status) {
+        ("yes", "on_time") => Some("acknowledged"),
+        ("yes", "delayed") if ship_ok => Some("acknowledged_delayed"),
+        _ => None,
+    };
+    if let Some(outcome) = close {
         if confidence.is_some_and(|c| c < 0.8) {
             return held("review_low_confidence");
         }
-        return (Status::Decided, Some("acknowledged"));
+        return (Status::Decided, Some(outcome));
     }
     // 9. Ambiguity is never resolved.
     held("human_review")
@@ -113,7 +130,43 @@ fn evidence_of(values: &[Option<Value>; 4]) -> BTreeMap<String, QuestionEvidence
 }
 
 fn judge(values: &[Option<Value>; 4], confidence: Option<f64>, source: Option<&str>) -> Judgement {
-    decide(&PACK, &evidence_of(values), confidence, source)
+    judge_with_ship(values, None, confidence, source)
+}
+
+fn judge_with_ship(
+    values: &[Option<Value>; 4],
+    ship: Option<&Value>,
+    confidence: Option<f64>,
+    source: Option<&str>,
+) -> Judgement {
+    let mut evidence = evidence_of(values);
+    if let Some(ship) = ship {
+        evidence.insert(
+            "ship_date".to_owned(),
+            QuestionEvidence {
+                excerpts: None,
+                value: Some(ship.clone()),
+            },
+        );
+    }
+    decide(&PACK, &evidence, confidence, source)
+}
+
+/// Ship dates: a day ago, tomorrow, the edge of 48 hours, past it, long past, unusable, unknown.
+fn ship_dates() -> Vec<Option<Value>> {
+    let mut all = vec![None];
+    for date in [
+        "2026-11-30T00:00:00Z",
+        "2026-12-02",
+        "2026-12-03T00:00:00Z",
+        "2026-12-03T00:00:01Z",
+        "2026-11-01",
+        "next week",
+        "unknown",
+    ] {
+        all.push(Some(json!(date)));
+    }
+    all
 }
 
 fn standing(judgement: &Judgement) -> (Status, Option<&str>) {
@@ -145,28 +198,31 @@ fn the_pack_follows_the_precedence_over_every_combination() {
     let combinations = every_combination();
     assert_eq!(combinations.len(), 10 * 8 * 7 * 8);
     let mut seen = BTreeMap::new();
+    let ships = ship_dates();
     for values in &combinations {
-        for confidence in [None, Some(0.5), Some(0.95)] {
-            for source in [
-                None,
-                Some("completed"),
-                Some("in_progress"),
-                Some("no_answer"),
-            ] {
-                let expected = precedence(values, confidence, source);
-                let judgement = judge(values, confidence, source);
-                assert_eq!(
-                    standing(&judgement),
-                    expected,
-                    "{values:?} confidence {confidence:?} source {source:?}: {}",
-                    judgement.reason
-                );
-                *seen.entry(format!("{expected:?}")).or_insert(0) += 1;
+        for ship in &ships {
+            for confidence in [None, Some(0.5), Some(0.95)] {
+                for source in [
+                    Some("completed"),
+                    Some("in_progress"),
+                    Some("no_answer"),
+                    None,
+                ] {
+                    let expected = precedence(values, ship.as_ref(), confidence, source);
+                    let judgement = judge_with_ship(values, ship.as_ref(), confidence, source);
+                    assert_eq!(
+                        standing(&judgement),
+                        expected,
+                        "{values:?} ship {ship:?} confidence {confidence:?} source {source:?}: {}",
+                        judgement.reason
+                    );
+                    *seen.entry(format!("{expected:?}")).or_insert(0) += 1;
+                }
             }
         }
     }
     // Every step of the precedence was reached.
-    assert_eq!(seen.len(), 8, "{seen:?}");
+    assert_eq!(seen.len(), 9, "{seen:?}");
 }
 
 #[test]
@@ -267,3 +323,16 @@ proptest! {
         }
     }
 }
+
+/// `judge::decide` at [`NOW`].
+fn decide(
+    pack: &Pack,
+    questions: &BTreeMap<String, QuestionEvidence>,
+    confidence: Option<f64>,
+    source_status: Option<&str>,
+) -> Judgement {
+    backstop_core::judge::decide(pack, questions, confidence, source_status, NOW)
+}
+
+/// The time every judgement here is made at.
+const NOW: jiff::Timestamp = jiff::Timestamp::constant(1_796_083_200, 0);

@@ -61,8 +61,9 @@ fn po_acknowledgement_puts_the_request_for_a_person_first() {
     assert!(
         pack.questions
             .iter()
+            .filter(|q| q.value_type == backstop_core::pack::ValueType::Answer)
             .all(|q| q.answers.iter().any(|a| a.value == "unknown")),
-        "every question can say it does not know"
+        "every answer question can say it does not know"
     );
     // The first two rules read only needs_human, so they fire while the rest is still open.
     for rule in &pack.rules[..2] {
@@ -71,7 +72,7 @@ fn po_acknowledgement_puts_the_request_for_a_person_first() {
     let first = pack.outcome(&pack.rules[0].outcome).unwrap();
     assert_eq!(first.effects, ["suppress_contact"]);
     assert_eq!(first.kind, OutcomeKind::Lane);
-    // The identity gate comes before the only decision.
+    // The identity gate comes before the two decisions (on time, and delayed within 48h).
     assert_eq!(
         pack.rules[2].when["spoke_with"],
         Condition::Not(vec![
@@ -82,7 +83,7 @@ fn po_acknowledgement_puts_the_request_for_a_person_first() {
     let decisions: Vec<usize> = (0..pack.rules.len())
         .filter(|&i| pack.outcome(&pack.rules[i].outcome).unwrap().kind == OutcomeKind::Decision)
         .collect();
-    assert_eq!(decisions, [3]);
+    assert_eq!(decisions, [3, 4]);
     let confidence = pack.confidence.as_ref().unwrap();
     assert_eq!(
         pack.outcome(&confidence.lane).unwrap().kind,

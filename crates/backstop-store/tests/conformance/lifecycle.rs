@@ -127,7 +127,7 @@ pub fn a_reconcile_uses_no_attempt_and_happens_once(store: &dyn Store) {
         at(0),
     );
     assert_eq!(other.result()["status"], "reconcile");
-    let again = ask(store, &pack, "a", &po("e4", "PO-4", CLEAN, "failed"), at(1));
+    let again = ask(store, &pack, "a", &po("e4", "PO-4", CLEAN, "queued"), at(1));
     assert_eq!(again.result()["status"], "held");
     assert_eq!(again.result()["outcome"], "review_unreconciled");
 }

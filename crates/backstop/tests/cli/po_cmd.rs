@@ -298,6 +298,24 @@ fn p8_a_clean_confirmation_from_the_right_person_closes_the_order() {
 }
 
 #[test]
+fn p8_a_delay_dated_within_48_hours_closes_as_delayed_and_any_other_goes_to_a_person() {
+    // T0 is 2026-01-01T00:00:00Z.
+    for (ship_date, outcome) in [
+        ("2026-01-01", "acknowledged_delayed"),
+        ("2026-01-02T18:00:00Z", "acknowledged_delayed"),
+        ("2026-01-03T00:00:01Z", "human_review"),
+        ("2025-12-20", "human_review"),
+        ("after the holidays", "human_review"),
+    ] {
+        let po = Po::new(&format!("po-p8-delayed-{}", ship_date.len()));
+        let mut values = clean_but(&[("po_status", "delayed")]);
+        values.push(("ship_date", ship_date));
+        let result = po.decide(T0, &request("e1", &values, &[]));
+        assert_eq!(result["outcome"], outcome, "{ship_date}: {result:#}");
+    }
+}
+
+#[test]
 fn p9_anything_else_answered_is_ambiguous_and_goes_to_a_person_at_once() {
     for (key, value) in [
         ("received", "unknown"),
