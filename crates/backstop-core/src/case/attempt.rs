@@ -19,7 +19,7 @@ use super::{
     AttemptRecord, Attempted, CaseState, Change, Citation, ISSUED_CASES_PER_DAY, NewCase,
     NewReview, StoredExecution,
 };
-use crate::judge::{Judgement, Status, decide};
+use crate::judge::{Judgement, Status, decide_with_facts};
 use crate::pack::{
     AfterDecision, LOW_CONFIDENCE_LANE, MISSING_FIELDS_LANE, POLICY_GAP_LANE, Pack,
     UNRECONCILED_LANE,
@@ -105,9 +105,20 @@ pub fn attempt(pack: &Pack, state: &CaseState, request: &Request, now: Timestamp
         );
     }
     let number = u32::try_from(counted.len()).unwrap_or(u32::MAX) + 1;
-    let mut judgement = decide(
+    let facts: std::collections::BTreeMap<String, String> = request
+        .related
+        .iter()
+        .flat_map(|(kind, record)| {
+            record
+                .fields
+                .iter()
+                .map(move |(field, value)| (format!("related.{kind}.{field}"), value.clone()))
+        })
+        .collect();
+    let mut judgement = decide_with_facts(
         pack,
         &request.questions,
+        &facts,
         request.confidence,
         request.source_status.as_deref(),
         now,

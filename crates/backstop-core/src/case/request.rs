@@ -78,6 +78,9 @@ pub struct RelatedRecord {
     pub id: String,
     /// Quotes about it.
     pub excerpts: Vec<Excerpt>,
+    /// Facts from its own system that rules may bound typed answers by (`due_date`), as text:
+    /// a string as sent, a number as JSON writes it.
+    pub fields: BTreeMap<String, String>,
 }
 
 impl Request {
@@ -321,7 +324,8 @@ fn related(
             issues.push(wrong(&path, "an object with `id` and `excerpts`", record));
             continue;
         };
-        unknown_fields(fields, &path, &["id", "excerpts"], issues);
+        unknown_fields(fields, &path, &["id", "excerpts", "fields"], issues);
+        let facts = record_fields(fields.get("fields"), &join_path(&path, "fields"), issues);
         let id = match fields.get("id") {
             Some(Value::String(id)) => {
                 check_id(
@@ -350,7 +354,49 @@ fn related(
             .filter(|v| !v.is_null())
             .map(|v| excerpt_list(pack, v, &join_path(&path, "excerpts"), issues))
             .unwrap_or_default();
-        out.insert(kind.clone(), RelatedRecord { id, excerpts });
+        out.insert(
+            kind.clone(),
+            RelatedRecord {
+                id,
+                excerpts,
+                fields: facts,
+            },
+        );
+    }
+    out
+}
+
+/// A related record's `fields`: names to strings (at most [`MAX_VALUE_CHARS`]) or numbers.
+fn record_fields(
+    value: Option<&Value>,
+    path: &str,
+    issues: &mut Vec<Issue>,
+) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let Some(value) = value.filter(|v| !v.is_null()) else {
+        return out;
+    };
+    let Some(map) = value.as_object() else {
+        issues.push(wrong(
+            path,
+            "an object of field names to strings or numbers",
+            value,
+        ));
+        return out;
+    };
+    for (name, item) in map {
+        let at = join_path(path, name);
+        match item {
+            Value::String(text) => {
+                if check_length(text, &at, MAX_VALUE_CHARS, issues) {
+                    out.insert(name.clone(), text.clone());
+                }
+            }
+            Value::Number(n) => {
+                out.insert(name.clone(), n.to_string());
+            }
+            other => issues.push(wrong(&at, "a string or a number", other)),
+        }
     }
     out
 }

@@ -13,7 +13,7 @@ use crate::pack::{Judge, Question};
 
 mod rules;
 
-pub use rules::{Judgement, Status, decide};
+pub use rules::{Judgement, Status, decide, decide_with_facts};
 
 /// One quoted passage sent as evidence for a question.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

@@ -67,6 +67,21 @@ pub fn decide(
     source_status: Option<&str>,
     now: Timestamp,
 ) -> Judgement {
+    let facts = BTreeMap::new();
+    decide_with_facts(pack, questions, &facts, confidence, source_status, now)
+}
+
+/// [`decide`] with the related records' facts (`related.<kind>.<field>` to its text), which
+/// typed answers' bounds may name.
+pub fn decide_with_facts(
+    pack: &Pack,
+    questions: &BTreeMap<String, QuestionEvidence>,
+    facts: &BTreeMap<String, String>,
+    confidence: Option<f64>,
+    source_status: Option<&str>,
+    now: Timestamp,
+) -> Judgement {
+    let ctx = Context { facts, now };
     let verdicts: Vec<QuestionVerdict> = pack
         .questions
         .iter()
@@ -90,8 +105,8 @@ pub fn decide(
         }),
     };
     let (status, outcome, reason) = before_rules(pack, &envelope)
-        .or_else(|| unknown_lane(pack, &verdicts, &answers, now))
-        .unwrap_or_else(|| select(pack, &answers, &open, confidence, now));
+        .or_else(|| unknown_lane(pack, &verdicts, &answers, &ctx))
+        .unwrap_or_else(|| select(pack, &answers, &open, confidence, &ctx));
     let source_unfinished =
         source_status.is_some_and(|s| !pack.envelope.completed.iter().any(|c| c == s));
     if source_unfinished {
@@ -202,12 +217,12 @@ fn unknown_lane(
     pack: &Pack,
     verdicts: &[QuestionVerdict],
     answers: &BTreeMap<String, String>,
-    now: Timestamp,
+    ctx: &Context<'_>,
 ) -> Early {
     if pack
         .rules
         .iter()
-        .any(|rule| fires(pack, rule, answers, now))
+        .any(|rule| fires(pack, rule, answers, ctx))
     {
         return None;
     }
@@ -227,13 +242,13 @@ fn select(
     answers: &BTreeMap<String, String>,
     open: &[String],
     confidence: Option<f64>,
-    now: Timestamp,
+    ctx: &Context<'_>,
 ) -> (Status, Option<String>, String) {
     let Some((index, rule)) = pack
         .rules
         .iter()
         .enumerate()
-        .find(|(_, rule)| fires(pack, rule, answers, now))
+        .find(|(_, rule)| fires(pack, rule, answers, ctx))
     else {
         let open_required: Vec<&str> = pack
             .questions
@@ -284,13 +299,25 @@ fn select(
     )
 }
 
+/// What bounds are read against besides the answers.
+struct Context<'a> {
+    facts: &'a BTreeMap<String, String>,
+    now: Timestamp,
+}
+
 /// Whether every question the rule names is closed with an answer its condition allows.
-fn fires(pack: &Pack, rule: &PackRule, answers: &BTreeMap<String, String>, now: Timestamp) -> bool {
+fn fires(
+    pack: &Pack,
+    rule: &PackRule,
+    answers: &BTreeMap<String, String>,
+    ctx: &Context<'_>,
+) -> bool {
     rule.when.iter().all(|(key, condition)| {
         answers.get(key).is_some_and(|answer| match condition {
-            Condition::Bounds(bounds) => pack
-                .question(key)
-                .is_some_and(|q| bounds_hold(q.value_type, bounds, answer, answers, now)),
+            Condition::Bounds(bounds) => pack.question(key).is_some_and(|q| {
+                let known = |name: &str| answers.get(name).or_else(|| ctx.facts.get(name)).cloned();
+                bounds_hold(q.value_type, bounds, answer, &known, ctx.now)
+            }),
             other => other.holds(answer),
         })
     })

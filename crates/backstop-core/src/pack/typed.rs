@@ -45,7 +45,8 @@ pub enum BoundOp {
 pub enum Anchor {
     /// The time of the request.
     Now,
-    /// Another typed question's answer; the bound fails while that question is open.
+    /// Another typed question's answer, or a related record's field
+    /// (`related.<kind>.<field>`); the bound fails while it is missing.
     Question(String),
     /// A fixed time.
     Date(Timestamp),
@@ -123,7 +124,10 @@ fn parse_reference(text: &str) -> Option<(Anchor, Offset)> {
     }
     let split = text.find(['+', '-']).unwrap_or(text.len());
     let (name, rest) = text.split_at(split);
-    let name_ok = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    let name_ok = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
     if !name_ok {
         return None;
     }
@@ -175,7 +179,7 @@ pub fn bounds_hold(
     kind: ValueType,
     bounds: &[Bound],
     answer: &str,
-    answers: &std::collections::BTreeMap<String, String>,
+    known: &dyn Fn(&str) -> Option<String>,
     now: Timestamp,
 ) -> bool {
     bounds.iter().all(|bound| {
@@ -186,7 +190,7 @@ pub fn bounds_hold(
         match kind {
             ValueType::Date => {
                 let (Some(value), Some(reference)) =
-                    (parse_time(answer), date_reference(bound, answers, now))
+                    (parse_time(answer), date_reference(bound, known, now))
                 else {
                     return false;
                 };
@@ -194,7 +198,7 @@ pub fn bounds_hold(
             }
             ValueType::Number => {
                 let (Ok(value), Some(reference)) =
-                    (answer.parse::<f64>(), number_reference(bound, answers))
+                    (answer.parse::<f64>(), number_reference(bound, known))
                 else {
                     return false;
                 };
@@ -207,13 +211,13 @@ pub fn bounds_hold(
 
 fn date_reference(
     bound: &Bound,
-    answers: &std::collections::BTreeMap<String, String>,
+    known: &dyn Fn(&str) -> Option<String>,
     now: Timestamp,
 ) -> Option<Timestamp> {
     let base = match &bound.anchor {
         Anchor::Now => now,
         Anchor::Date(time) => *time,
-        Anchor::Question(key) => parse_time(answers.get(key)?)?,
+        Anchor::Question(key) => parse_time(&known(key)?)?,
         Anchor::Number(_) => return None,
     };
     match bound.offset {
@@ -223,13 +227,10 @@ fn date_reference(
     }
 }
 
-fn number_reference(
-    bound: &Bound,
-    answers: &std::collections::BTreeMap<String, String>,
-) -> Option<f64> {
+fn number_reference(bound: &Bound, known: &dyn Fn(&str) -> Option<String>) -> Option<f64> {
     let base = match &bound.anchor {
         Anchor::Number(n) => *n,
-        Anchor::Question(key) => answers.get(key)?.parse().ok()?,
+        Anchor::Question(key) => known(key)?.parse().ok()?,
         Anchor::Now | Anchor::Date(_) => return None,
     };
     match bound.offset {

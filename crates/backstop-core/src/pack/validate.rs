@@ -155,7 +155,15 @@ pub(super) fn validate(pack: &Pack, spots: &Spots, issues: &mut Vec<Issue>) {
             match condition {
                 Condition::Bounds(bounds) if typed => {
                     for bound in bounds {
-                        let anchor_kind = |key: &str| pack.question(key).map(|q| q.value_type);
+                        let anchor_kind = |key: &str| {
+                            // A related record's field is read as the bounded question's type.
+                            let related = key.strip_prefix("related.").and_then(|rest| {
+                                let (kind, field) = rest.split_once('.')?;
+                                let known = pack.related.iter().any(|r| r.kind == kind);
+                                (known && !field.is_empty()).then_some(question.value_type)
+                            });
+                            related.or_else(|| pack.question(key).map(|q| q.value_type))
+                        };
                         if let Some(why) =
                             super::typed::bound_mismatch(question.value_type, bound, anchor_kind)
                         {

@@ -146,6 +146,18 @@ fn case_schema(pack: &Pack) -> (Value, bool) {
     }
 }
 
+/// A related record's facts: names to strings or numbers.
+fn record_fields() -> Value {
+    json!({
+        "type": "object",
+        "description": "Facts from the record's own system that rules may bound typed answers by.",
+        "additionalProperties": {"anyOf": [
+            {"type": "string", "maxLength": MAX_VALUE_CHARS, "pattern": NO_NUL_PATTERN},
+            {"type": "number"},
+        ]},
+    })
+}
+
 /// The JSON Schema of a decision request for `pack`.
 pub fn request_schema(pack: &Pack) -> Value {
     let identity_question = match pack.identity.mode {
@@ -174,6 +186,7 @@ pub fn request_schema(pack: &Pack) -> Value {
             "required": ["id"], "properties": {
                 "id": id("The record's id in its own system."),
                 "excerpts": nullable(excerpt_list(pack)),
+                "fields": nullable(record_fields()),
             }});
             (r.kind.clone(), record)
         })

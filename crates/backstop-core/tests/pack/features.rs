@@ -438,3 +438,62 @@ fn typed_question_mistakes_are_refused_with_their_path() {
         ]
     );
 }
+
+#[test]
+fn a_bound_may_name_a_related_records_field() {
+    let related = "[[related]]\nkind = \"order\"\n";
+    let rule = "[[rules]]\nwhen = { ok = \"no\", ship = { at_most = \"related.order.due+48h\" } }\noutcome = \"person\"\n";
+    let pack = typed_pack(&format!("{related}{rule}")).unwrap();
+    let judge = |due: Option<&str>| {
+        let facts: BTreeMap<String, String> = due
+            .map(|d| BTreeMap::from([("related.order.due".to_owned(), d.to_owned())]))
+            .unwrap_or_default();
+        let evidence = typed(&[("ok", json!("no")), ("ship", json!("2026-12-05"))]);
+        let judgement =
+            backstop_core::judge::decide_with_facts(&pack, &evidence, &facts, Some(1.0), None, NOW);
+        judgement.outcome.as_deref() == Some("person")
+    };
+    assert!(judge(Some("2026-12-04")));
+    assert!(!judge(Some("2026-12-01")));
+    assert!(!judge(None), "a missing field holds no bound");
+    let unknown_kind = "[[rules]]\nwhen = { ship = { at_most = \"related.invoice.due\" } }\noutcome = \"person\"\n";
+    assert_eq!(
+        typed_pack(&format!("{related}{unknown_kind}")).unwrap_err(),
+        [("rules[1].when.ship".to_owned(), "bad_bound".to_owned())]
+    );
+}
+
+#[test]
+fn a_related_records_fields_are_read_as_text_and_a_wrong_type_is_refused_with_its_path() {
+    let pack = typed_pack("[[related]]\nkind = \"order\"\n").unwrap();
+    let body = json!({"execution_id": "e1", "questions": {"ok": {"value": "no"}},
+        "related": {"order": {"id": "o-1", "fields": {"due": "2026-12-04", "qty": 3}}}});
+    let request = backstop_core::case::parse_request(&pack, "a", &body).unwrap();
+    assert_eq!(
+        request.related["order"].fields,
+        BTreeMap::from([
+            ("due".to_owned(), "2026-12-04".to_owned()),
+            ("qty".to_owned(), "3".to_owned())
+        ])
+    );
+    let bad = json!({"execution_id": "e1",
+        "related": {"order": {"id": "o-1", "fields": {"due": true, "note": "x".repeat(1001)}}}});
+    let issues: Vec<(String, String)> = backstop_core::case::parse_request(&pack, "a", &bad)
+        .unwrap_err()
+        .into_iter()
+        .map(|i| (i.path, i.code))
+        .collect();
+    assert_eq!(
+        issues,
+        [
+            (
+                "related.order.fields.due".to_owned(),
+                "wrong_type".to_owned()
+            ),
+            (
+                "related.order.fields.note".to_owned(),
+                "too_long".to_owned()
+            )
+        ]
+    );
+}
