@@ -131,3 +131,45 @@ pub fn a_reconcile_uses_no_attempt_and_happens_once(store: &dyn Store) {
     assert_eq!(again.result()["status"], "held");
     assert_eq!(again.result()["outcome"], "review_unreconciled");
 }
+
+/// The pack features the purchase-order precedence needs, through the ledger: a missing
+/// envelope field holds, an unknown speaker meets the identity gate, a delay dated within 48
+/// hours closes as delayed, and an invalid value is flagged and counted.
+pub fn the_purchase_order_precedence_holds_on_the_ledger(store: &dyn Store) {
+    let pack = shipped("po-acknowledgement");
+    let mut missing = po("e1", "PO-5", CLEAN, "completed");
+    missing.as_object_mut().unwrap().remove("confidence");
+    let held = ask(store, &pack, "a", &missing, at(0));
+    assert_eq!(held.result()["outcome"], "review_missing_fields");
+
+    let unknown = po(
+        "e2",
+        "PO-6",
+        ["no", "unknown", "yes", "on_time"],
+        "completed",
+    );
+    assert_eq!(
+        ask(store, &pack, "a", &unknown, at(0)).result()["outcome"],
+        "review_identity"
+    );
+
+    // at(0) is 2026-11-01T09:00:00Z.
+    let mut delayed = po("e3", "PO-7", DELAYED, "completed");
+    delayed["questions"]["ship_date"] = json!({"value": "2026-11-02"});
+    let closed = ask(store, &pack, "a", &delayed, at(0));
+    assert_eq!(closed.result()["outcome"], "acknowledged_delayed");
+
+    let invalid = po(
+        "e4",
+        "PO-8",
+        ["no", "intended_contact", "maybe", "on_time"],
+        "completed",
+    );
+    let open = ask(store, &pack, "a", &invalid, at(0));
+    assert_eq!(open.result()["status"], "undecided");
+    assert_eq!(open.result()["attempts"]["used"], 1);
+    assert_eq!(
+        open.result()["retry"]["received"]["notUsed"],
+        json!([{"position": 0, "why": "invalid_value"}])
+    );
+}

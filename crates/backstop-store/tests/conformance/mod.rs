@@ -52,6 +52,7 @@ macro_rules! conformance_suite {
             lifecycle::a_final_decision_is_never_overwritten,
             lifecycle::a_resolved_case_takes_no_late_result,
             lifecycle::a_reconcile_uses_no_attempt_and_happens_once,
+            lifecycle::the_purchase_order_precedence_holds_on_the_ledger,
         );
     };
     (@each $fresh:path, $($module:ident :: $name:ident),+ $(,)?) => {
