@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use backstop_core::judge::{Judgement, QuestionEvidence, Status};
+use crate::{NOW, decide};
+
+use backstop_core::judge::{QuestionEvidence, Status};
 use backstop_core::pack::{AfterDecision, OnUnknown, Pack, parse_pack};
 use serde_json::json;
 
@@ -255,19 +257,6 @@ fn a_value_outside_the_answers_or_of_another_type_is_flagged_invalid() {
         );
     }
 }
-
-/// `judge::decide` at [`NOW`].
-fn decide(
-    pack: &Pack,
-    questions: &BTreeMap<String, QuestionEvidence>,
-    confidence: Option<f64>,
-    source_status: Option<&str>,
-) -> Judgement {
-    backstop_core::judge::decide(pack, questions, confidence, source_status, NOW)
-}
-
-/// The time every judgement here is made at.
-const NOW: jiff::Timestamp = jiff::Timestamp::constant(1_796_083_200, 0);
 
 /// A pack with a date question `ship` and a number question `qty` besides `ok`, and `rule`.
 fn typed_pack(rule: &str) -> Result<Pack, Vec<(String, String)>> {

@@ -9,3 +9,21 @@
 mod features;
 mod po_precedence;
 mod shipped;
+
+use std::collections::BTreeMap;
+
+use backstop_core::judge::{Judgement, QuestionEvidence};
+use backstop_core::pack::Pack;
+
+/// `judge::decide` at [`NOW`], for the tests here.
+fn decide(
+    pack: &Pack,
+    questions: &BTreeMap<String, QuestionEvidence>,
+    confidence: Option<f64>,
+    source_status: Option<&str>,
+) -> Judgement {
+    backstop_core::judge::decide(pack, questions, confidence, source_status, NOW)
+}
+
+/// The time every judgement here is made at: 2026-12-01T00:00:00Z.
+const NOW: jiff::Timestamp = jiff::Timestamp::constant(1_796_083_200, 0);

@@ -4,6 +4,8 @@
 //! decision, reconcile once) are tested through `backstop decide` (`tests/cli/po_cmd.rs`).
 
 use std::collections::BTreeMap;
+
+use crate::decide;
 use std::sync::LazyLock;
 
 use backstop_core::judge::{Judgement, QuestionEvidence, Status};
@@ -323,16 +325,3 @@ proptest! {
         }
     }
 }
-
-/// `judge::decide` at [`NOW`].
-fn decide(
-    pack: &Pack,
-    questions: &BTreeMap<String, QuestionEvidence>,
-    confidence: Option<f64>,
-    source_status: Option<&str>,
-) -> Judgement {
-    backstop_core::judge::decide(pack, questions, confidence, source_status, NOW)
-}
-
-/// The time every judgement here is made at.
-const NOW: jiff::Timestamp = jiff::Timestamp::constant(1_796_083_200, 0);
