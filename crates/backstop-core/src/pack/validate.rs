@@ -104,6 +104,19 @@ pub(super) fn validate(pack: &Pack, spots: &Spots, issues: &mut Vec<Issue>) {
         .iter()
         .zip(&spots.questions)
         .map(|(q, i)| (format!("questions[{i}].on_unknown"), &q.on_unknown));
+    for (q, i) in pack.questions.iter().zip(&spots.questions) {
+        let listed = q.answers.iter().any(|a| a.value == UNKNOWN_ANSWER);
+        if q.on_unknown == OnUnknown::Answer && q.value_type == ValueType::Answer && !listed {
+            issues.push(Issue::new(
+                format!("questions[{i}].on_unknown"),
+                "needs_answer",
+                format!(
+                    "`unknown` closes `{}` as an answer: list it in `answers` with what it means",
+                    q.key
+                ),
+            ));
+        }
+    }
     for (path, lane) in super::envelope::named_lanes(&pack.envelope, question_lanes) {
         let builtin = [
             MISSING_FIELDS_LANE,

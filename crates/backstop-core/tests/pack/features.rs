@@ -127,6 +127,31 @@ fn a_rule_may_name_unknown_only_where_unknown_is_an_answer() {
 }
 
 #[test]
+fn unknown_as_an_answer_must_be_listed_with_its_meaning() {
+    let text = pack_text(r#"on_unknown = "answer""#, "")
+        .replace(
+            "  {{ value = \"unknown\", means = \"Nobody knows.\" }},\n",
+            "",
+        )
+        .replace(
+            "  { value = \"unknown\", means = \"Nobody knows.\" },\n",
+            "",
+        );
+    let found: Vec<(String, String)> = parse_pack(&text)
+        .unwrap_err()
+        .into_iter()
+        .map(|i| (i.path, i.code))
+        .collect();
+    assert_eq!(
+        found,
+        [(
+            "questions[0].on_unknown".to_owned(),
+            "needs_answer".to_owned()
+        )]
+    );
+}
+
+#[test]
 fn on_unknown_mistakes_are_refused_with_their_path() {
     assert_eq!(
         issues(r#"on_unknown = "nobody""#, ""),
