@@ -58,7 +58,16 @@ pub fn typed<T: DeserializeOwned>(value: Value) -> Result<T, ApiError> {
         )]));
     }
     serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = backstop_core::issue::serde_path(e.path());
+        let mut path = backstop_core::issue::serde_path(e.path());
+        // A missing field is reported at the object holding it; name the field itself.
+        if let Some(field) = e
+            .inner()
+            .to_string()
+            .strip_prefix("missing field `")
+            .and_then(|rest| rest.split('`').next())
+        {
+            path = backstop_core::issue::join_path(&path, field);
+        }
         let code = if e.inner().to_string().starts_with("unknown field") {
             "unknown_field"
         } else if e.inner().to_string().starts_with("missing field") {

@@ -368,6 +368,20 @@ pub async fn grants(
     check_name(&body.task, "task", &mut issues);
     let owner = body.caller.unwrap_or_else(|| caller.id.clone());
     check_name(&owner, "caller", &mut issues);
+    // A grant for a caller no key speaks for could never be used.
+    let keys = &state.config.keys;
+    let known = if keys.is_empty() {
+        owner == caller.id
+    } else {
+        keys.iter().any(|k| k.caller == owner)
+    };
+    if issues.is_empty() && !known {
+        issues.push(Issue::new(
+            "caller",
+            "unknown_caller",
+            format!("no API key speaks for caller `{owner}`, so its tasks can never use a grant"),
+        ));
+    }
     if !issues.is_empty() {
         return Err(ApiError::malformed(issues));
     }

@@ -153,3 +153,43 @@ fn over_long_recover_context_and_review_fields_are_refused_and_change_nothing() 
     let listing = server.get(&long_job, Some(OPERATOR));
     assert_eq!(listing.status, 400, "{}", listing.text);
 }
+
+#[test]
+fn a_missing_field_is_reported_at_its_own_path() {
+    let server = start();
+    refused_at(
+        &server,
+        AGENT_A,
+        "/v1/recover",
+        &json!({"report": {"http_status": 503}}),
+        "task",
+        "required",
+    );
+    refused_at(
+        &server,
+        AGENT_A,
+        "/v1/outcomes",
+        &json!({"outcome": "success"}),
+        "tool",
+        "required",
+    );
+}
+
+#[test]
+fn a_grant_for_a_caller_no_key_names_is_refused() {
+    let server = start();
+    refused_at(
+        &server,
+        OPERATOR,
+        "/v1/grants",
+        &json!({"task": "t1", "caller": "nobody"}),
+        "caller",
+        "unknown_caller",
+    );
+    let granted = server.post(
+        "/v1/grants",
+        Some(OPERATOR),
+        &json!({"task": "t1", "caller": "agent-a"}),
+    );
+    assert_eq!(granted.status, 200, "{}", granted.text);
+}
