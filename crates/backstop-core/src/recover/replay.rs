@@ -206,11 +206,13 @@ pub fn replay(
     for (n, event, report) in events {
         totals.events += 1;
         let key = (event.task.clone(), event.tool.clone());
-        let unneeded = match allowances.get(&key) {
-            Some(Allowance::Never) => true,
-            Some(Allowance::Call { not_before }) => event.at < *not_before,
-            None => false,
-        };
+        // A call that succeeded is never a saved call, however early it came.
+        let unneeded = event.outcome == Outcome::Failure
+            && match allowances.get(&key) {
+                Some(Allowance::Never) => true,
+                Some(Allowance::Call { not_before }) => event.at < *not_before,
+                None => false,
+            };
         if unneeded {
             totals.calls_saved += 1;
         }
@@ -321,6 +323,20 @@ mod tests {
         assert!(!lines[2].unneeded);
         assert_eq!((totals.waits, totals.calls_saved), (2, 1));
         assert!(totals.waited_ms >= 20_000);
+    }
+
+    #[test]
+    fn a_success_is_never_a_saved_call_even_inside_the_wait() {
+        let trace = concat!(
+            "{\"at\": \"2026-01-01T00:00:00Z\", \"task\": \"t\", \"tool\": \"api\", \"outcome\": \"failure\", \"report\": {\"http_status\": 429, \"headers\": {\"retry-after\": \"10\"}}}\n",
+            "{\"at\": \"2026-01-01T00:00:05Z\", \"task\": \"t\", \"tool\": \"api\", \"outcome\": \"success\"}\n",
+        );
+        let (lines, totals) = run(trace);
+        assert!(
+            !lines[1].unneeded,
+            "it worked: nothing was saved by not calling"
+        );
+        assert_eq!(totals.calls_saved, 0);
     }
 
     #[test]

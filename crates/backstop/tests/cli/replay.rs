@@ -231,7 +231,9 @@ fn a_strategies_file_changes_the_replay() {
     let totals = &out["totals"];
     assert_eq!(totals["retries"], 0, "{out}");
     assert_eq!(totals["escalations"], 2, "{out}");
-    assert_eq!(totals["calls_saved"], 3, "{out}");
+    // The success after the escalation is not one: a call that worked saved nothing.
+    assert_eq!(steps[2]["unneeded"], false, "{out}");
+    assert_eq!(totals["calls_saved"], 2, "{out}");
 }
 
 #[test]
