@@ -375,15 +375,16 @@ pub async fn grants(
     } else {
         keys.iter().any(|k| k.caller == owner)
     };
-    if issues.is_empty() && !known {
-        issues.push(Issue::new(
-            "caller",
+    if !issues.is_empty() {
+        return Err(ApiError::malformed(issues));
+    }
+    if !known {
+        // Like an unknown job: the request is well formed, the caller is not there.
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
             "unknown_caller",
             format!("no API key speaks for caller `{owner}`, so its tasks can never use a grant"),
         ));
-    }
-    if !issues.is_empty() {
-        return Err(ApiError::malformed(issues));
     }
     let now = Timestamp::now();
     let task = task_key(&owner, &body.task);
