@@ -69,6 +69,17 @@ pub fn parse_pack(text: &str) -> Result<Pack, Vec<Issue>> {
     let mut issues = Vec::new();
     let top = Reader::new(&table, "", &TOP_KEYS, &mut issues);
     let job = top.required_string("job", &mut issues);
+    let url_safe = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    if !job.is_empty() && (job.len() > 100 || !job.chars().all(url_safe) || job.starts_with('.')) {
+        issues.push(Issue::new(
+            "job",
+            "bad_name",
+            format!(
+                "`{job}` cannot name a job: it is part of URLs (/v1/jobs/{{job}}/decisions), so use \
+                 1 to 100 letters, digits, `-`, `_` or `.`, not starting with `.`"
+            ),
+        ));
+    }
     let title = top.required_string("title", &mut issues);
     let mut spots = Spots::default();
     let identity = parse_identity(&top, &mut spots, &mut issues);
@@ -276,10 +287,10 @@ fn parse_attempts(top: &Reader<'_>, issues: &mut Vec<Issue>) -> AttemptLimits {
                 "out_of_range",
                 "the window must be longer than zero and at most 8784h (a year)",
             )),
-            Err(e) => issues.push(Issue::new(
+            Err(_) => issues.push(Issue::new(
                 r.at("window"),
                 "bad_duration",
-                format!("`{text}` is not a duration like \"24h\" or \"90m\": {e}"),
+                format!("`{text}` is not a duration like \"24h\" or \"90m\""),
             )),
         }
     }

@@ -511,3 +511,27 @@ fn a_related_records_fields_are_read_as_text_and_a_wrong_type_is_refused_with_it
         ]
     );
 }
+
+#[test]
+fn a_job_name_must_be_url_safe_and_errors_name_no_library_type() {
+    for bad in ["demo job", "demo/1", ".hidden", "é"] {
+        let text = pack_text("", "").replace("job = \"demo\"", &format!("job = \"{bad}\""));
+        let found: Vec<(String, String)> = parse_pack(&text)
+            .unwrap_err()
+            .into_iter()
+            .map(|i| (i.path, i.code))
+            .collect();
+        assert_eq!(found, [("job".to_owned(), "bad_name".to_owned())], "{bad}");
+    }
+    let text = pack_text("", "").replace(
+        "attempts = { escalate = \"desk\" }",
+        "attempts = { escalate = \"desk\", window = \"forever\" }",
+    );
+    let issues = parse_pack(&text).unwrap_err();
+    assert_eq!(issues[0].code, "bad_duration");
+    assert!(
+        !issues[0].message.contains("Span") && !issues[0].message.contains("friendly"),
+        "{}",
+        issues[0].message
+    );
+}

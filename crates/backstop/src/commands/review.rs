@@ -135,7 +135,7 @@ fn parse_retention(text: &str) -> Result<SignedDuration, String> {
             .ok_or_else(|| format!("`{text}` is too long")),
         _ => text
             .parse::<SignedDuration>()
-            .map_err(|e| format!("`{text}` is not a duration like 30d, 72h or 90m: {e}")),
+            .map_err(|_| format!("`{text}` is not a duration like 30d, 72h or 90m")),
     }?;
     if parsed.is_positive() {
         Ok(parsed)
