@@ -63,7 +63,12 @@ fn pack(question: &str, extra: &str) -> Pack {
 }
 
 fn issues(question: &str, extra: &str) -> Vec<(String, String)> {
-    let found = parse_pack(&pack_text(question, extra)).expect_err("refused");
+    refusal(&pack_text(question, extra))
+}
+
+/// `(path, code)` of every issue `pack check` finds in `text`, which it must refuse.
+fn refusal(text: &str) -> Vec<(String, String)> {
+    let found = parse_pack(text).expect_err("refused");
     found.into_iter().map(|i| (i.path, i.code)).collect()
 }
 
@@ -137,11 +142,7 @@ fn unknown_as_an_answer_must_be_listed_with_its_meaning() {
             "  { value = \"unknown\", means = \"Nobody knows.\" },\n",
             "",
         );
-    let found: Vec<(String, String)> = parse_pack(&text)
-        .unwrap_err()
-        .into_iter()
-        .map(|i| (i.path, i.code))
-        .collect();
+    let found: Vec<(String, String)> = refusal(&text);
     assert_eq!(
         found,
         [(
@@ -255,11 +256,7 @@ fn after_decision_is_new_cycle_by_default_or_final() {
         "attempts = { escalate = \"desk\" }",
         "attempts = { escalate = \"desk\", after_decision = \"forever\" }",
     );
-    let found: Vec<(String, String)> = parse_pack(&bad)
-        .unwrap_err()
-        .into_iter()
-        .map(|i| (i.path, i.code))
-        .collect();
+    let found: Vec<(String, String)> = refusal(&bad);
     assert_eq!(
         found,
         [(
@@ -437,11 +434,7 @@ fn typed_question_mistakes_are_refused_with_their_path() {
         ]
     );
     let text = pack_text("type = \"date\"", "");
-    let mut found: Vec<(String, String)> = parse_pack(&text)
-        .unwrap_err()
-        .into_iter()
-        .map(|i| (i.path, i.code))
-        .collect();
+    let mut found: Vec<(String, String)> = refusal(&text);
     found.sort();
     // `ok` is a date now, so the pack's rule `ok = "yes"` is refused too.
     assert_eq!(
@@ -516,11 +509,7 @@ fn a_related_records_fields_are_read_as_text_and_a_wrong_type_is_refused_with_it
 fn a_job_name_must_be_url_safe_and_errors_name_no_library_type() {
     for bad in ["demo job", "demo/1", ".hidden", "é"] {
         let text = pack_text("", "").replace("job = \"demo\"", &format!("job = \"{bad}\""));
-        let found: Vec<(String, String)> = parse_pack(&text)
-            .unwrap_err()
-            .into_iter()
-            .map(|i| (i.path, i.code))
-            .collect();
+        let found: Vec<(String, String)> = refusal(&text);
         assert_eq!(found, [("job".to_owned(), "bad_name".to_owned())], "{bad}");
     }
     let text = pack_text("", "").replace(
