@@ -107,8 +107,7 @@ pub fn decide_with_facts(
     let (status, outcome, reason) = before_rules(pack, &envelope)
         .or_else(|| unknown_lane(pack, &verdicts, &answers, &ctx))
         .unwrap_or_else(|| select(pack, &answers, &open, confidence, &ctx));
-    let source_unfinished =
-        source_status.is_some_and(|s| !pack.envelope.completed.iter().any(|c| c == s));
+    let source_unfinished = source_status.is_some_and(|s| !pack.envelope.finished(s));
     if source_unfinished {
         // A source that did not finish gave no evidence, whatever its result object says.
         return Judgement {
@@ -168,10 +167,7 @@ fn before_rules(pack: &Pack, sent: &Sent<'_>) -> Early {
             ),
         ));
     }
-    if let Some(source) = sent
-        .source_status
-        .filter(|s| !envelope.completed.iter().any(|c| c == s))
-    {
+    if let Some(source) = sent.source_status.filter(|s| !envelope.finished(s)) {
         let why = format!(
             "the source status is `{source}`, not {}: its values are ignored",
             envelope.completed.join(" or ")

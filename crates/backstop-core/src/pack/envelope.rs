@@ -77,6 +77,13 @@ pub struct Envelope {
     pub unreconciled: String,
 }
 
+impl Envelope {
+    /// Whether `source_status` says the source finished.
+    pub fn finished(&self, source_status: &str) -> bool {
+        self.completed.iter().any(|c| c == source_status)
+    }
+}
+
 impl Default for Envelope {
     fn default() -> Self {
         Self {

@@ -3,29 +3,9 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{AGENT_A, OPERATOR, Server, start, vendor};
+use crate::support::{AGENT_A, OPERATOR, refused_at, start, vendor};
 
 const DECISIONS: &str = "/v1/jobs/vendor-risk/decisions";
-
-/// Asserts `body` sent to `path` is refused 400 with an issue at `at` coded `code`.
-fn refused_at(server: &Server, key: &str, path: &str, body: &Value, at: &str, code: &str) {
-    let answer = server.post(path, Some(key), body);
-    assert_eq!(
-        (answer.status, answer.refused()),
-        (400, "malformed".to_owned()),
-        "{path} {at}: {}",
-        answer.text
-    );
-    let issues = answer.json()["error"]["issues"].clone();
-    assert!(
-        issues
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|i| i["path"] == at && i["code"] == code),
-        "expected {code} at {at}: {issues}"
-    );
-}
 
 #[test]
 fn over_long_decision_fields_are_refused_with_their_path_and_nothing_is_stored() {

@@ -170,22 +170,7 @@ fn nul_and_control_characters_are_refused_with_their_path_on_every_backend() {
         (bell_id, "execution_id"),
         (nul_text, "questions.data_access.excerpts[0].text"),
     ] {
-        let refused = server.post(PATH, Some(AGENT_A), &body);
-        assert_eq!(
-            (refused.status, refused.refused()),
-            (400, "malformed".to_owned()),
-            "{}",
-            refused.text
-        );
-        let issues = refused.json()["error"]["issues"].clone();
-        assert!(
-            issues
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|i| i["path"] == path && i["code"] == "bad_characters"),
-            "{issues}"
-        );
+        crate::support::refused_at(&server, AGENT_A, PATH, &body, path, "bad_characters");
     }
     let case = server.get("/v1/jobs/vendor-risk/cases/northwind.com", Some(AGENT_A));
     assert_eq!(case.status, 404, "nothing was stored: {}", case.text);

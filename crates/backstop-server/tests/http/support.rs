@@ -310,3 +310,24 @@ pub fn vendor(execution: &str, case: &str, text: &str) -> Value {
         "related": {"counterparty": {"id": "acct-991"}},
     })
 }
+
+/// Asserts `body` sent to `path` is refused 400 with an issue at `at` coded `code`.
+#[track_caller]
+pub fn refused_at(server: &Server, key: &str, path: &str, body: &Value, at: &str, code: &str) {
+    let answer = server.post(path, Some(key), body);
+    assert_eq!(
+        (answer.status, answer.refused()),
+        (400, "malformed".to_owned()),
+        "{path} {at}: {}",
+        answer.text
+    );
+    let issues = answer.json()["error"]["issues"].clone();
+    assert!(
+        issues
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["path"] == at && i["code"] == code),
+        "expected {code} at {at}: {issues}"
+    );
+}
