@@ -11,6 +11,7 @@
 //! | [`pack`] | packs: the policy for one job (questions, answers, rules, outcomes), parsed |
 //! | [`case`] | attempts on a case: requests read, limits, progress, escalations, results |
 //! | [`judge`] | evidence judged per question, then the pack's rules: decided, held or undecided |
+//! | [`effects`] | side effects: dispatches gated and keyed by content, delivered results, the simulator |
 //! | [`recover`] | strategies, backoff, breakers, budgets: the next step after a failure |
 //! | [`verify`] | verified retry: test output read, failure signatures, secrets redacted |
 //! | [`issue`] | one problem in an input, with its path; validators return all of them |
@@ -22,6 +23,7 @@ pub mod case;
 pub mod class;
 pub mod classify;
 pub mod codes;
+pub mod effects;
 pub mod issue;
 pub mod judge;
 pub mod pack;

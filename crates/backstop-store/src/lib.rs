@@ -13,11 +13,13 @@
 use std::sync::Arc;
 
 use backstop_core::case::{AttemptRecord, DecisionResult, Refusal, Request};
+use backstop_core::effects::{DispatchRequest, DispatchState};
 use backstop_core::pack::Pack;
 use jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
 
 mod codec;
+mod effects;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(test)]
@@ -38,6 +40,10 @@ mod tests {
 mod sqlite;
 
 pub use backstop_core as core;
+pub use effects::{
+    AnswerKind, DeliveryRecord, DispatchAnswer, DispatchContext, DispatchFilter, DispatchRecord,
+    DispatchReply, DispatchUpdate,
+};
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
@@ -152,6 +158,96 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 
     /// Whether the store answers: a cheap read.
     fn ping(&self) -> Result<(), StoreError>;
+
+    /// Gates a dispatch for `caller`, one answer per recipient, in one transaction: each
+    /// recipient that goes out (live or to the simulator) is stored under its key before the
+    /// answer returns, so the same content asked for again, from anywhere, gets a duplicate or
+    /// a reconcile, never a second permit.
+    fn dispatch(
+        &self,
+        pack: Arc<Pack>,
+        caller: &str,
+        request: &DispatchRequest,
+        context: DispatchContext,
+        now: Timestamp,
+    ) -> Result<DispatchReply, StoreError>;
+
+    /// The agent's report on a permitted dispatch: `sent`, `failed` or `unknown`.
+    ///
+    /// # Errors
+    /// `NotFound` when the caller has no such dispatch; `Conflict` when the report comes too
+    /// late or the dispatch went to the simulator.
+    fn dispatch_outcome(
+        &self,
+        caller: &str,
+        key: &str,
+        outcome: DispatchState,
+        failure_code: Option<&str>,
+        now: Timestamp,
+    ) -> Result<DispatchRecord, StoreError>;
+
+    /// The dispatch with this key.
+    fn dispatch_by_key(&self, key: &str) -> Result<Option<DispatchRecord>, StoreError>;
+
+    /// The dispatch of `recipient` in the batch `batch_key`.
+    fn dispatch_by_recipient(
+        &self,
+        batch_key: &str,
+        recipient: &str,
+    ) -> Result<Option<DispatchRecord>, StoreError>;
+
+    /// Dispatches, oldest first.
+    fn dispatches(&self, filter: &DispatchFilter) -> Result<Vec<DispatchRecord>, StoreError>;
+
+    /// Changes a dispatch's state after its result was applied or reconciled.
+    fn update_dispatch(
+        &self,
+        key: &str,
+        update: &DispatchUpdate,
+        now: Timestamp,
+    ) -> Result<(), StoreError>;
+
+    /// Records a delivery, unless one from `source` with `event_id` is recorded already (a
+    /// UNIQUE constraint decides, not a read): its id, or `None` for a duplicate.
+    fn record_delivery(
+        &self,
+        source: &str,
+        event_id: &str,
+        dispatch_key: Option<&str>,
+        payload: &str,
+        now: Timestamp,
+    ) -> Result<Option<i64>, StoreError>;
+
+    /// Deliveries, oldest first: only pending ones, or those of one dispatch.
+    fn deliveries(
+        &self,
+        pending: bool,
+        dispatch_key: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<DeliveryRecord>, StoreError>;
+
+    /// Marks a pending delivery done: `applied`, `unattributed` or `rejected`, with what
+    /// became of it.
+    fn finish_delivery(
+        &self,
+        id: i64,
+        state: &str,
+        detail: &str,
+        now: Timestamp,
+    ) -> Result<(), StoreError>;
+
+    /// Puts a contact on the suppression list for one case, or (`case_id` `None`) for every
+    /// case of the caller's on the job. Suppressions are kept until removed by hand; the
+    /// purge leaves them.
+    fn suppress(
+        &self,
+        caller: &str,
+        job: &str,
+        contact: &str,
+        case_id: Option<&str>,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<(), StoreError>;
 }
 
 /// A call-level event and its position in the journal (positions only grow, even across a
@@ -322,6 +418,10 @@ pub struct Purged {
     pub events: u64,
     /// Cases with nothing left.
     pub cases: u64,
+    /// Dispatches not changed since the cutoff.
+    pub dispatches: u64,
+    /// Deliveries received before the cutoff.
+    pub deliveries: u64,
 }
 
 /// Why a store call failed.

@@ -373,7 +373,7 @@ fn limit_escalation(pack: &Pack) -> Option<EscalationView> {
 }
 
 /// The pack's escalation `id`, shown with `trigger`.
-fn escalation(pack: &Pack, id: &str, trigger: Trigger) -> Option<EscalationView> {
+pub(crate) fn escalation(pack: &Pack, id: &str, trigger: Trigger) -> Option<EscalationView> {
     pack.escalation(id).map(|e| EscalationView {
         id: e.id.clone(),
         why: e.why.clone(),

@@ -25,9 +25,11 @@ mod request_schema;
 mod result;
 
 pub use attempt::attempt;
+pub(crate) use attempt::escalation;
 pub use request::{
     CaseLookup, MAX_EXECUTION_ID_CHARS, REQUEST_FIELDS, RelatedRecord, Request, parse_request,
 };
+pub(crate) use request::{named_case, nul_characters, unknown_fields, wrong};
 #[cfg(feature = "openapi")]
 pub use request_schema::{CaseName, EvidenceBody, ExcerptBody, RelatedBody, RequestBody};
 pub use result::{

@@ -159,6 +159,50 @@ pub fn parse_request(pack: &Pack, caller: &str, body: &Value) -> Result<Request,
     })
 }
 
+/// The case a side effect is for, named as a decision request names it (`{"id": ...}` or
+/// `{"fields": {...}}`), with issues at `path`: its normalized id, or `None` (reported).
+/// A case named by content, or an issued case not yet issued, cannot be named this way.
+pub(crate) fn named_case(
+    pack: &Pack,
+    caller: &str,
+    value: Option<&Value>,
+    path: &str,
+    issues: &mut Vec<Issue>,
+) -> Option<String> {
+    let mut found = Vec::new();
+    let lookup = case_lookup(pack, caller, value, "", &BTreeMap::new(), &mut found);
+    let named = match lookup {
+        Some(CaseLookup::Named { id, .. }) => Some(id),
+        _ if !found.is_empty() => None,
+        _ => {
+            found.push(Issue::new(
+                "case",
+                "required",
+                match pack.identity.mode {
+                    IdentityMode::Content => {
+                        "the pack names cases by content, which a side \
+                         effect cannot name: use a pack that names cases by id or fields"
+                    }
+                    _ => {
+                        "name the case with the id a decision result gave it: \
+                         `case: {\"id\": \"...\"}`"
+                    }
+                },
+            ));
+            None
+        }
+    };
+    for issue in found {
+        let at = if path.is_empty() {
+            issue.path.clone()
+        } else {
+            join_path(path, &issue.path)
+        };
+        issues.push(Issue { path: at, ..issue });
+    }
+    named
+}
+
 fn execution_id(value: Option<&Value>, issues: &mut Vec<Issue>) -> String {
     match value {
         None | Some(Value::Null) => issues.push(Issue::new(
@@ -178,7 +222,7 @@ fn execution_id(value: Option<&Value>, issues: &mut Vec<Issue>) -> String {
 
 /// Every string holding U+0000, with its path: no ledger can store it (`PostgreSQL` refuses it
 /// in text), so the request is refused whole rather than failing half-way.
-fn nul_characters(value: &Value, path: &str, issues: &mut Vec<Issue>) {
+pub(crate) fn nul_characters(value: &Value, path: &str, issues: &mut Vec<Issue>) {
     match value {
         Value::String(text) if text.contains('\0') => issues.push(Issue::new(
             path,
@@ -661,7 +705,12 @@ fn fields_lookup(
     })
 }
 
-fn unknown_fields(map: &Map<String, Value>, path: &str, known: &[&str], issues: &mut Vec<Issue>) {
+pub(crate) fn unknown_fields(
+    map: &Map<String, Value>,
+    path: &str,
+    known: &[&str],
+    issues: &mut Vec<Issue>,
+) {
     for key in map.keys().filter(|k| !known.contains(&k.as_str())) {
         issues.push(Issue::new(
             join_path(path, key),
@@ -674,7 +723,7 @@ fn unknown_fields(map: &Map<String, Value>, path: &str, known: &[&str], issues: 
     }
 }
 
-fn wrong(path: &str, expected: &str, found: &Value) -> Issue {
+pub(crate) fn wrong(path: &str, expected: &str, found: &Value) -> Issue {
     Issue::new(
         path,
         "wrong_type",

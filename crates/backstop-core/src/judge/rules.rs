@@ -276,6 +276,22 @@ fn select(
             format!("rules[{index}] fires: held in lane `{}`", rule.outcome),
         );
     }
+    if let Some(dampener) = pack
+        .confidence
+        .as_ref()
+        .filter(|d| d.close_needs_confidence)
+        && confidence.is_none()
+    {
+        return (
+            Status::Held,
+            Some(dampener.lane.clone()),
+            format!(
+                "rules[{index}] gives `{}`, but no confidence was reported and the pack needs \
+                 one to close: held in lane `{}`",
+                rule.outcome, dampener.lane
+            ),
+        );
+    }
     if let (Some(dampener), Some(given)) = (&pack.confidence, confidence)
         && given < dampener.min
     {

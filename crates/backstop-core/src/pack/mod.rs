@@ -16,12 +16,14 @@ use regex::Regex;
 
 use crate::issue::Issue;
 
+mod dispatch;
 mod envelope;
 mod parse;
 mod read;
 mod typed;
 mod validate;
 
+pub use dispatch::{DEFAULT_MAX_PER_CASE, DispatchPolicy, QuietHours, SuppressScope};
 pub use envelope::{
     AfterDecision, Envelope, EnvelopeField, MISSING_FIELDS_LANE, OnUnknown, SourceAction,
     UNRECONCILED_LANE,
@@ -89,6 +91,8 @@ pub struct Pack {
     pub outcomes: Vec<Outcome>,
     /// The escalations outcomes and limits may name.
     pub escalations: Vec<Escalation>,
+    /// Side effects its cases may take (`[dispatch]`); `None`: none.
+    pub dispatch: Option<DispatchPolicy>,
 }
 
 impl Pack {
@@ -186,6 +190,8 @@ pub struct Confidence {
     /// The lane a decision below `min` is held in: an outcome of kind `lane`, or the built-in
     /// [`LOW_CONFIDENCE_LANE`].
     pub lane: String,
+    /// Whether a decision needs a confidence at all: without one it is held in `lane`.
+    pub close_needs_confidence: bool,
 }
 
 /// One question the agent answers with evidence.

@@ -18,7 +18,8 @@ use crate::issue::{Issue, join_path};
 /// The longest attempt window a pack may set: a year.
 const MAX_WINDOW: SignedDuration = SignedDuration::from_hours(8784);
 
-const TOP_KEYS: [&str; 14] = [
+const TOP_KEYS: [&str; 15] = [
+    "dispatch",
     "job",
     "title",
     "identity",
@@ -88,6 +89,7 @@ pub fn parse_pack(text: &str) -> Result<Pack, Vec<Issue>> {
     let evidence = parse_evidence(&top, &mut issues);
     let confidence = parse_confidence(&top, &mut issues);
     let envelope = super::envelope::parse_envelope(&top, &mut issues);
+    let dispatch = super::dispatch::parse_dispatch(&top, &mut issues);
     let mut questions = Vec::new();
     for (i, entry) in top.tables("questions", &mut issues) {
         questions.push(parse_question(
@@ -153,8 +155,13 @@ pub fn parse_pack(text: &str) -> Result<Pack, Vec<Issue>> {
         rules,
         outcomes,
         escalations,
+        dispatch,
     };
     validate(&pack, &spots, &mut issues);
+    issues.extend(crate::effects::lint_questions(&pack));
+    if pack.dispatch.is_some() {
+        issues.extend(super::dispatch::validate_dispatch(&pack));
+    }
     if issues.is_empty() {
         Ok(pack)
     } else {
@@ -337,7 +344,13 @@ fn parse_evidence(top: &Reader<'_>, issues: &mut Vec<Issue>) -> EvidenceLimits {
 
 fn parse_confidence(top: &Reader<'_>, issues: &mut Vec<Issue>) -> Option<Confidence> {
     let table = top.table("confidence", issues)?;
-    let r = Reader::new(table, "confidence", &["min", "lane"], issues);
+    let r = Reader::new(
+        table,
+        "confidence",
+        &["min", "lane", "close_needs_confidence"],
+        issues,
+    );
+    let close_needs_confidence = r.bool("close_needs_confidence", issues).unwrap_or(false);
     let min = match table.get("min") {
         None => {
             issues.push(missing(&r.at("min")));
@@ -359,7 +372,11 @@ fn parse_confidence(top: &Reader<'_>, issues: &mut Vec<Issue>) -> Option<Confide
         ));
     }
     let lane = r.required_string("lane", issues);
-    Some(Confidence { min, lane })
+    Some(Confidence {
+        min,
+        lane,
+        close_needs_confidence,
+    })
 }
 
 fn parse_question(entry: &Table, path: &str, issues: &mut Vec<Issue>) -> Question {

@@ -18,11 +18,15 @@ use backstop_core::pack::Pack;
 use jiff::Timestamp;
 use postgres::{Client, NoTls};
 
+use backstop_core::effects::{DispatchRequest, DispatchState};
+
 use crate::{
-    CallEvent, CaseRecord, JournalEntry, Purged, Reply, Resolution, ReviewFilter, ReviewItem,
-    Store, StoreError, TaskEscalation,
+    CallEvent, CaseRecord, DeliveryRecord, DispatchContext, DispatchFilter, DispatchRecord,
+    DispatchReply, DispatchUpdate, JournalEntry, Purged, Reply, Resolution, ReviewFilter,
+    ReviewItem, Store, StoreError, TaskEscalation,
 };
 
+mod effects;
 mod ledger;
 mod queries;
 mod schema;
@@ -160,6 +164,95 @@ impl Store for PostgresStore {
             client.simple_query("SELECT 1")?;
             Ok(())
         })
+    }
+
+    fn dispatch(
+        &self,
+        pack: Arc<Pack>,
+        caller: &str,
+        request: &DispatchRequest,
+        context: DispatchContext,
+        now: Timestamp,
+    ) -> Result<DispatchReply, StoreError> {
+        self.side(|c| effects::dispatch(c, &pack, caller, request, context, now))
+    }
+
+    fn dispatch_outcome(
+        &self,
+        caller: &str,
+        key: &str,
+        outcome: DispatchState,
+        failure_code: Option<&str>,
+        now: Timestamp,
+    ) -> Result<DispatchRecord, StoreError> {
+        self.side(|c| effects::outcome(c, caller, key, outcome, failure_code, now))
+    }
+
+    fn dispatch_by_key(&self, key: &str) -> Result<Option<DispatchRecord>, StoreError> {
+        self.side(|c| effects::by_key(c, key))
+    }
+
+    fn dispatch_by_recipient(
+        &self,
+        batch_key: &str,
+        recipient: &str,
+    ) -> Result<Option<DispatchRecord>, StoreError> {
+        self.side(|c| effects::by_recipient(c, batch_key, recipient))
+    }
+
+    fn dispatches(&self, filter: &DispatchFilter) -> Result<Vec<DispatchRecord>, StoreError> {
+        self.side(|c| effects::list(c, filter))
+    }
+
+    fn update_dispatch(
+        &self,
+        key: &str,
+        update: &DispatchUpdate,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.side(|c| effects::update(c, key, update, now))
+    }
+
+    fn record_delivery(
+        &self,
+        source: &str,
+        event_id: &str,
+        dispatch_key: Option<&str>,
+        payload: &str,
+        now: Timestamp,
+    ) -> Result<Option<i64>, StoreError> {
+        self.side(|c| effects::record_delivery(c, source, event_id, dispatch_key, payload, now))
+    }
+
+    fn deliveries(
+        &self,
+        pending: bool,
+        dispatch_key: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<DeliveryRecord>, StoreError> {
+        self.side(|c| effects::deliveries(c, pending, dispatch_key, limit))
+    }
+
+    fn finish_delivery(
+        &self,
+        id: i64,
+        state: &str,
+        detail: &str,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.side(|c| effects::finish_delivery(c, id, state, detail, now))
+    }
+
+    fn suppress(
+        &self,
+        caller: &str,
+        job: &str,
+        contact: &str,
+        case_id: Option<&str>,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.side(|c| effects::suppress(c, caller, job, contact, case_id, reason, now))
     }
 }
 

@@ -136,6 +136,8 @@ pub fn purge(client: &mut Client, before: Timestamp) -> Result<Purged, StoreErro
         &[&cutoff],
     )?;
     let events = tx.execute("DELETE FROM events WHERE at < $1", &[&cutoff])?;
+    let dispatches = tx.execute("DELETE FROM dispatches WHERE updated_at < $1", &[&cutoff])?;
+    let deliveries = tx.execute("DELETE FROM deliveries WHERE received_at < $1", &[&cutoff])?;
     let cases = tx.execute(
         "DELETE FROM cases WHERE last_at < $1
            AND NOT EXISTS (SELECT 1 FROM reviews r
@@ -149,6 +151,8 @@ pub fn purge(client: &mut Client, before: Timestamp) -> Result<Purged, StoreErro
         reviews,
         events,
         cases,
+        dispatches,
+        deliveries,
     })
 }
 

@@ -184,6 +184,14 @@ pub fn purge(connection: &mut Connection, before: Timestamp) -> Result<Purged, S
         params![cutoff],
     )?;
     let events = tx.execute("DELETE FROM events WHERE at < ?1", params![cutoff])?;
+    let dispatches = tx.execute(
+        "DELETE FROM dispatches WHERE updated_at < ?1",
+        params![cutoff],
+    )?;
+    let deliveries = tx.execute(
+        "DELETE FROM deliveries WHERE received_at < ?1",
+        params![cutoff],
+    )?;
     let cases = tx.execute(
         "DELETE FROM cases WHERE last_at < ?1
            AND NOT EXISTS (SELECT 1 FROM reviews r
@@ -197,6 +205,8 @@ pub fn purge(connection: &mut Connection, before: Timestamp) -> Result<Purged, S
         reviews: count(reviews),
         events: count(events),
         cases: count(cases),
+        dispatches: count(dispatches),
+        deliveries: count(deliveries),
     })
 }
 

@@ -9,7 +9,7 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use crate::StoreError;
 
 /// The migrations, in order; `PRAGMA user_version` records how many have run.
-const MIGRATIONS: [&str; 4] = [
+const MIGRATIONS: [&str; 5] = [
     r"
 CREATE TABLE cases (
     caller       TEXT    NOT NULL,
@@ -98,6 +98,62 @@ CREATE INDEX events_at ON events (at);
 ALTER TABLE reviews ADD COLUMN kind TEXT NOT NULL DEFAULT 'case';
 ALTER TABLE reviews ADD COLUMN detail TEXT;
 CREATE INDEX reviews_task ON reviews (caller, case_id) WHERE kind = 'task' AND resolved_at IS NULL;
+",
+    // Side effects: a dispatch per content-derived key (the primary key is what makes a
+    // second permit impossible), deliveries deduplicated by their sender's event id, and the
+    // contacts who asked not to be contacted (`case_id` '' covers every case).
+    r"
+CREATE TABLE dispatches (
+    key           TEXT    PRIMARY KEY,
+    batch_key     TEXT    NOT NULL,
+    caller        TEXT    NOT NULL,
+    job           TEXT    NOT NULL,
+    case_id       TEXT    NOT NULL,
+    case_ref      TEXT    NOT NULL,
+    recipient     TEXT    NOT NULL,
+    contact       TEXT    NOT NULL,
+    mode          TEXT    NOT NULL,
+    state         TEXT    NOT NULL,
+    sends         INTEGER NOT NULL,
+    created_at    INTEGER NOT NULL,
+    updated_at    INTEGER NOT NULL,
+    last_sent_at  INTEGER NOT NULL,
+    reconcile_at  INTEGER,
+    rounds        INTEGER NOT NULL DEFAULT 0,
+    failure_code  TEXT,
+    result_status TEXT,
+    simulate      TEXT
+) WITHOUT ROWID;
+CREATE INDEX dispatches_case ON dispatches (caller, job, case_id);
+CREATE INDEX dispatches_batch ON dispatches (batch_key, recipient);
+CREATE INDEX dispatches_due ON dispatches (reconcile_at) WHERE reconcile_at IS NOT NULL;
+CREATE INDEX dispatches_updated ON dispatches (updated_at);
+
+CREATE TABLE deliveries (
+    id           INTEGER PRIMARY KEY,
+    source       TEXT    NOT NULL,
+    event_id     TEXT    NOT NULL,
+    received_at  INTEGER NOT NULL,
+    dispatch_key TEXT,
+    state        TEXT    NOT NULL DEFAULT 'pending',
+    detail       TEXT,
+    finished_at  INTEGER,
+    payload      TEXT    NOT NULL,
+    UNIQUE (source, event_id)
+);
+CREATE INDEX deliveries_pending ON deliveries (id) WHERE state = 'pending';
+CREATE INDEX deliveries_dispatch ON deliveries (dispatch_key);
+CREATE INDEX deliveries_received ON deliveries (received_at);
+
+CREATE TABLE suppressions (
+    caller  TEXT    NOT NULL,
+    job     TEXT    NOT NULL,
+    contact TEXT    NOT NULL,
+    case_id TEXT    NOT NULL,
+    at      INTEGER NOT NULL,
+    reason  TEXT    NOT NULL,
+    PRIMARY KEY (caller, job, contact, case_id)
+) WITHOUT ROWID;
 ",
 ];
 

@@ -8,6 +8,7 @@
 pub mod support;
 
 pub mod attempts;
+pub mod dispatch;
 pub mod identity;
 pub mod keeping;
 pub mod lifecycle;
@@ -53,6 +54,12 @@ macro_rules! conformance_suite {
             lifecycle::a_resolved_case_takes_no_late_result,
             lifecycle::a_reconcile_uses_no_attempt_and_happens_once,
             lifecycle::the_purchase_order_precedence_holds_on_the_ledger,
+            dispatch::the_same_content_is_permitted_once,
+            dispatch::sixteen_concurrent_requests_get_one_permit,
+            dispatch::an_unknown_outcome_is_reconciled_and_a_failed_one_retried_within_the_budget,
+            dispatch::a_suppressed_contact_and_a_decided_case_are_not_dispatched,
+            dispatch::a_delivery_is_recorded_once_per_event_id,
+            dispatch::dispatches_past_retention_are_purged_and_suppressions_kept,
         );
     };
     (@each $fresh:path, $($module:ident :: $name:ident),+ $(,)?) => {

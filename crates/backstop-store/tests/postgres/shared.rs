@@ -111,3 +111,29 @@ fn connections_journaling_at_once_see_one_order() {
     stores.extend(others.iter().map(|s| s as &dyn Store));
     crate::conformance::keeping::writers_on_one_ledger_see_one_journal_order(&stores);
 }
+
+/// Invariant 6 across connections: sixteen requests for the same content, from four
+/// connections at once, give exactly one permit.
+#[test]
+fn sixteen_dispatches_on_four_connections_permit_once() {
+    use crate::conformance::dispatch::{call, dispatch, po_live};
+    use backstop_store::AnswerKind;
+    let Some(first) = crate::fresh() else { return };
+    let stores: Vec<Arc<PostgresStore>> = (0..4).map(|_| Arc::new(first.second())).collect();
+    let pack = po_live();
+    let body = call("PO-RACE", "r1", "+15550199");
+    let answers: Vec<AnswerKind> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..16)
+            .map(|i| {
+                let (store, pack, body) = (&stores[i % 4], &pack, &body);
+                scope.spawn(move || dispatch(store.as_ref(), pack, body, at(0)).answers[0].answer)
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let permits = answers
+        .iter()
+        .filter(|a| **a == AnswerKind::Permitted)
+        .count();
+    assert_eq!(permits, 1, "{answers:?}");
+}

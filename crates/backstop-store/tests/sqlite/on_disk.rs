@@ -156,3 +156,34 @@ fn stores_on_one_file_journaling_at_once_see_one_order() {
     drop(opened);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Invariant 6 across processes: sixteen requests for the same content from four stores on
+/// one file give exactly one permit.
+#[test]
+fn sixteen_dispatches_from_four_stores_on_one_file_permit_once() {
+    use crate::conformance::dispatch::{call, dispatch, po_live};
+    use backstop_store::AnswerKind;
+    let dir = temp_dir();
+    let path = dir.join("ledger.db");
+    let stores: Vec<Arc<SqliteStore>> = (0..4)
+        .map(|_| Arc::new(SqliteStore::open(&path).unwrap()))
+        .collect();
+    let pack = po_live();
+    let body = call("PO-RACE", "r1", "+15550199");
+    let answers: Vec<AnswerKind> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..16)
+            .map(|i| {
+                let (store, pack, body) = (&stores[i % 4], &pack, &body);
+                scope.spawn(move || dispatch(store.as_ref(), pack, body, at(0)).answers[0].answer)
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    drop(stores);
+    let _ = std::fs::remove_dir_all(&dir);
+    let permits = answers
+        .iter()
+        .filter(|a| **a == AnswerKind::Permitted)
+        .count();
+    assert_eq!(permits, 1, "{answers:?}");
+}
