@@ -13,6 +13,7 @@
 //! - `journal`: the call journal every server on a ledger follows, and its replay
 //! - `openapi`: `/openapi.json`, derived from the handlers' types
 //! - `openapi_constraints`: the lengths, patterns and ranges the handlers enforce, on the document
+//! - `effects`: side effects: deliveries decided, the reconciliation sweep, the simulator
 //! - `routes`: one module per resource
 #![deny(missing_docs)]
 
@@ -24,6 +25,7 @@ pub mod body;
 pub mod catalog;
 pub mod config;
 pub mod connection;
+pub mod effects;
 pub mod error;
 pub mod journal;
 pub mod limits;
@@ -45,6 +47,9 @@ pub async fn serve(
     state: Arc<AppState>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    if let Ok(addr) = listener.local_addr() {
+        effects::start(&state, addr);
+    }
     let limits = state.config.limits;
     let connections = connection::ConnectionLimits {
         header_read: limits.header_timeout,

@@ -21,6 +21,8 @@ struct Counters {
     requests: BTreeMap<(String, String, u16), u64>,
     decisions: BTreeMap<String, u64>,
     escalations: BTreeMap<String, u64>,
+    dispatches: BTreeMap<String, u64>,
+    deliveries: BTreeMap<&'static str, u64>,
     store_buckets: [u64; BUCKETS.len()],
     store_count: u64,
     store_sum: f64,
@@ -59,6 +61,17 @@ impl Metrics {
         self.with(|c| {
             *c.escalations.entry(trigger.to_owned()).or_default() += 1;
         });
+    }
+
+    /// One recipient's dispatch answer (`permitted`, `simulated`, `deferred`, ...).
+    pub fn dispatch(&self, answer: &str) {
+        self.with(|c| *c.dispatches.entry(answer.to_owned()).or_default() += 1);
+    }
+
+    /// One webhook delivery: recorded, or a duplicate that changed nothing.
+    pub fn delivery(&self, recorded: bool) {
+        let kind = if recorded { "recorded" } else { "duplicate" };
+        self.with(|c| *c.deliveries.entry(kind).or_default() += 1);
     }
 
     /// One store call's time.
@@ -113,6 +126,22 @@ impl Metrics {
                 out,
                 "backstop_escalations_total{{trigger=\"{trigger}\"}} {n}"
             );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP backstop_dispatches_total Dispatch answers, per recipient, by answer."
+        );
+        let _ = writeln!(out, "# TYPE backstop_dispatches_total counter");
+        for (answer, n) in &c.dispatches {
+            let _ = writeln!(out, "backstop_dispatches_total{{answer=\"{answer}\"}} {n}");
+        }
+        let _ = writeln!(
+            out,
+            "# HELP backstop_deliveries_total Webhook deliveries: recorded, or duplicates dropped."
+        );
+        let _ = writeln!(out, "# TYPE backstop_deliveries_total counter");
+        for (kind, n) in &c.deliveries {
+            let _ = writeln!(out, "backstop_deliveries_total{{kind=\"{kind}\"}} {n}");
         }
         let _ = writeln!(
             out,

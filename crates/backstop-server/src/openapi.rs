@@ -12,7 +12,7 @@ use serde_json::Value;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{cases, classify, health, recover, reviews, tasks};
+use crate::routes::{cases, classify, dispatches, health, recover, reviews, tasks, webhooks};
 
 /// The service's OpenAPI document.
 #[derive(Debug, OpenApi)]
@@ -28,6 +28,10 @@ use crate::routes::{cases, classify, health, recover, reviews, tasks};
         tasks::reset,
         cases::decide,
         cases::show,
+        dispatches::dispatch,
+        dispatches::outcome,
+        dispatches::show,
+        webhooks::receive,
         reviews::list,
         reviews::resolve,
         health::healthz,
@@ -69,8 +73,11 @@ const NUL_FREE: &str = "JsonValueWithoutNul";
 
 /// The document, with a decision route for each of `packs`.
 pub fn document<'a>(packs: impl Iterator<Item = &'a backstop_core::pack::Pack>) -> Value {
+    let packs: Vec<&backstop_core::pack::Pack> = packs.collect();
     let mut doc = serde_json::to_value(ApiDoc::openapi()).expect("the document serializes");
     crate::openapi_constraints::apply(&mut doc);
+    effect_routes(&mut doc, &packs);
+    let packs = packs.into_iter();
     let template = doc["paths"]["/v1/jobs/{job}/decisions"]["post"].clone();
     let mut jobs = Vec::new();
     for pack in packs {
@@ -125,6 +132,46 @@ pub fn document<'a>(packs: impl Iterator<Item = &'a backstop_core::pack::Pack>) 
         job["schema"] = serde_json::json!({"type": "string", "enum": jobs});
     }
     doc
+}
+
+/// The dispatch route once per pack with a `[dispatch]` table, its body that pack's exact
+/// dispatch request; the webhook route's body, the delivery schema.
+fn effect_routes(doc: &mut Value, packs: &[&backstop_core::pack::Pack]) {
+    let template = doc["paths"]["/v1/jobs/{job}/dispatches"]["post"].clone();
+    if let Some(paths) = doc["paths"].as_object_mut() {
+        paths.remove("/v1/jobs/{job}/dispatches");
+    }
+    for pack in packs.iter().filter(|p| p.dispatch.is_some()) {
+        let mut schema = backstop_core::wire_schema::dispatch_schema(pack);
+        let defs = schema
+            .as_object_mut()
+            .and_then(|o| o.remove("$defs"))
+            .unwrap_or_default();
+        let name = format!("DispatchRequest_{}", pack.job.replace(['-', '.'], "_"));
+        doc["components"]["schemas"][&name] = local_refs(&schema);
+        doc["components"]["schemas"][NUL_FREE] = local_refs(&defs["nul_free"]);
+        let mut operation = template.clone();
+        if let Some(o) = operation.as_object_mut() {
+            o.remove("parameters");
+            o.insert(
+                "operationId".to_owned(),
+                Value::from(format!("dispatch_{}", pack.job.replace(['-', '.'], "_"))),
+            );
+        }
+        operation["requestBody"]["content"]["application/json"]["schema"] =
+            serde_json::json!({"$ref": format!("#/components/schemas/{name}")});
+        doc["paths"][format!("/v1/jobs/{}/dispatches", pack.job)] =
+            serde_json::json!({"post": operation});
+    }
+    let mut delivery = backstop_core::wire_schema::delivery_schema();
+    let defs = delivery
+        .as_object_mut()
+        .and_then(|o| o.remove("$defs"))
+        .unwrap_or_default();
+    doc["components"]["schemas"]["Delivery"] = local_refs(&delivery);
+    doc["components"]["schemas"][NUL_FREE] = local_refs(&defs["nul_free"]);
+    doc["paths"]["/v1/webhooks/{source}"]["post"]["requestBody"]["content"]["application/json"]["schema"] =
+        serde_json::json!({"$ref": "#/components/schemas/Delivery"});
 }
 
 /// A pack schema's `#/$defs/...` references, pointed at the document's components.

@@ -31,6 +31,12 @@ pub fn apply(doc: &mut Value) {
         ("GrantBody", "caller", true, name()),
         ("ResolveBody", "decision", false, name()),
         ("ResolveBody", "note", true, text(MAX_NOTE_CHARS)),
+        (
+            "DispatchOutcomeBody",
+            "failure_code",
+            true,
+            json!({"type": "string", "maxLength": 200, "pattern": backstop_core::wire_schema::NO_NUL_PATTERN}),
+        ),
     ] {
         let property = &mut schemas[component]["properties"][field];
         assert!(

@@ -42,6 +42,8 @@ pub struct AppState {
     pub auth_failures: RateLimiter,
     /// Counters for `/metrics`.
     pub metrics: Metrics,
+    /// Side effects: the simulator's secret and stats, the wake-up for recorded deliveries.
+    pub effects: crate::effects::Effects,
 }
 
 impl AppState {
@@ -91,6 +93,13 @@ impl AppState {
             auth_failures: RateLimiter::new(
                 crate::limits::AUTH_FAILURES_PER_SECOND,
                 crate::limits::AUTH_FAILURES_BURST,
+            ),
+            effects: crate::effects::Effects::new(
+                config
+                    .effects
+                    .simulator_secret
+                    .clone()
+                    .unwrap_or_else(crate::effects::fresh_secret),
             ),
             config,
             config_path,

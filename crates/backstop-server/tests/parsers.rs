@@ -84,6 +84,28 @@ fn pack_validator(which: usize) -> &'static jsonschema::Validator {
 }
 
 /// The report schema's validator.
+/// A good dispatch request for the PO pack.
+fn good_dispatch() -> Json {
+    json!({"content": {"task": "Ask about the order."}, "values": {"company": "Northwind"},
+        "case": {"fields": {"supplier": "Acme", "po_number": "PO-1"}},
+        "recipients": [{"id": "r1", "contact": "+15550100", "time_zone": "UTC",
+                        "case": {"fields": {"supplier": "Acme", "po_number": "PO-2"}}}],
+        "not_before": "2026-12-02T09:00:00Z"})
+}
+
+/// The validators of the PO pack's dispatch request and of a delivery.
+fn effect_validators() -> &'static (jsonschema::Validator, jsonschema::Validator) {
+    static VALIDATORS: std::sync::OnceLock<(jsonschema::Validator, jsonschema::Validator)> =
+        std::sync::OnceLock::new();
+    VALIDATORS.get_or_init(|| {
+        let pack = packs().iter().find(|p| p.dispatch.is_some()).unwrap();
+        (
+            jsonschema::validator_for(&backstop_core::wire_schema::dispatch_schema(pack)).unwrap(),
+            jsonschema::validator_for(&backstop_core::wire_schema::delivery_schema()).unwrap(),
+        )
+    })
+}
+
 fn report_validator() -> &'static jsonschema::Validator {
     static VALIDATOR: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
     VALIDATOR.get_or_init(|| {
@@ -291,6 +313,35 @@ proptest! {
     }
 
     #[test]
+    fn a_dispatch_and_a_delivery_their_schemas_accept_the_parsers_accept(
+        picks in prop::collection::vec(any::<prop::sample::Index>(), 1..4),
+        with in prop::collection::vec(prop::option::weighted(0.8, any_json()), 3),
+    ) {
+        let pack = packs().iter().find(|p| p.dispatch.is_some()).unwrap();
+        let (dispatch, delivery) = effect_validators();
+        let mut request = good_dispatch();
+        let mut body = json!({"event_id": "e1", "batch_key": "db_1", "recipient": "r1",
+            "status": "completed", "result": {"received": "yes"}, "confidence": 0.5});
+        for (pick, value) in picks.into_iter().zip(with) {
+            request = json_mutated(&request, pick, value.clone());
+            body = json_mutated(&body, pick, value);
+        }
+        let zone = |z: &str| jiff::tz::TimeZone::get(z).is_ok();
+        if dispatch.is_valid(&request) {
+            let parsed = backstop_core::effects::parse_dispatch(pack, "agent-a", &request, &zone);
+            prop_assert!(parsed.is_ok(), "the schema accepts {request} but: {:?}", parsed.err());
+        } else {
+            assert_answered(backstop_core::effects::parse_dispatch(pack, "agent-a", &request, &zone))?;
+        }
+        if delivery.is_valid(&body) {
+            let parsed = backstop_core::effects::parse_delivery(&body);
+            prop_assert!(parsed.is_ok(), "the schema accepts {body} but: {:?}", parsed.err());
+        } else {
+            assert_answered(backstop_core::effects::parse_delivery(&body))?;
+        }
+    }
+
+    #[test]
     fn a_report_the_report_schema_accepts_the_parser_accepts(
         picks in prop::collection::vec(any::<prop::sample::Index>(), 1..4),
         with in prop::collection::vec(prop::option::weighted(0.8, any_json()), 3),
@@ -377,4 +428,14 @@ fn the_mutation_bases_are_good() {
     }
     parse_rules(RULES, "mine.toml").unwrap();
     Config::parse(CONFIG, Path::new("/etc/backstop")).unwrap();
+}
+
+#[test]
+fn the_dispatch_mutation_base_is_good() {
+    let (dispatch, _) = effect_validators();
+    let errors: Vec<String> = dispatch
+        .iter_errors(&good_dispatch())
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
 }

@@ -245,13 +245,20 @@ pub(crate) fn run_dispatch(
             dispatch: None,
             error: None,
         };
-        if !recipient.unsafe_values.is_empty() {
-            let mut refusal = Refusal::new(
-                "unsafe_value",
-                "a value spoken or written to the recipient is a placeholder or reads like an \
-                 instruction: nothing is sent; fix the values listed and ask again",
-            );
-            refusal.error.issues.clone_from(&recipient.unsafe_values);
+        if let Some((code, issues)) = &recipient.refused {
+            let message = match *code {
+                "unsafe_value" => {
+                    "a value spoken or written to the recipient is a placeholder or reads like \
+                     an instruction: nothing is sent; fix the values listed and ask again"
+                }
+                "unknown_time_zone" => {
+                    "the recipient's time zone is unknown, so its quiet hours cannot be kept: \
+                     nothing is sent"
+                }
+                _ => "the recipient is listed twice: nothing more is sent for its second entry",
+            };
+            let mut refusal = Refusal::new(code, message);
+            refusal.error.issues.clone_from(issues);
             let mut refused = answer(AnswerKind::Refused, refusal.error.message.clone());
             refused.error = Some(refusal.error);
             answers.push(refused);

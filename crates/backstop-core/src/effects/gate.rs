@@ -81,6 +81,29 @@ impl DispatchState {
     }
 }
 
+/// What an agent may report about a permitted dispatch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub enum AnswerOutcome {
+    /// It went out.
+    Sent,
+    /// It certainly did not go out.
+    Failed,
+    /// It may have gone out (a timeout after sending).
+    Unknown,
+}
+
+impl From<AnswerOutcome> for DispatchState {
+    fn from(outcome: AnswerOutcome) -> Self {
+        match outcome {
+            AnswerOutcome::Sent => DispatchState::Sent,
+            AnswerOutcome::Failed => DispatchState::Failed,
+            AnswerOutcome::Unknown => DispatchState::Unknown,
+        }
+    }
+}
+
 /// How a permitted dispatch goes out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -26,7 +26,7 @@ pub mod simulator;
 
 pub use delivery::{DELIVERY_FIELDS, Delivery, Target, decision_body, parse_delivery};
 pub use gate::{
-    DispatchMode, DispatchState, GateFacts, GateInput, Verdict, backoff_due, gate,
+    AnswerOutcome, DispatchMode, DispatchState, GateFacts, GateInput, Verdict, backoff_due, gate,
     simulated_because,
 };
 pub use request::{

@@ -51,9 +51,10 @@ pub struct Recipient {
     pub simulate: Option<Value>,
     /// Its content-derived key.
     pub key: String,
-    /// Why it may not be dispatched at all: an untrusted value that is a placeholder or an
-    /// injected instruction. Each issue has its path.
-    pub unsafe_values: Vec<Issue>,
+    /// Why it may not be dispatched at all, with the refusal's code: `unsafe_value` (a name
+    /// that is a placeholder, an untrusted value that holds one or an injected instruction),
+    /// `unknown_time_zone`, or `duplicate_recipient`. Each issue has its path.
+    pub refused: Option<(&'static str, Vec<Issue>)>,
 }
 
 /// Reads a dispatch request for `pack` (which must have a `[dispatch]` table) sent by
@@ -171,15 +172,19 @@ pub fn parse_dispatch(
             content: &content,
             zone_known,
         };
-        if let Some(recipient) = read.recipient(fields, &path, &mut issues) {
+        if let Some(mut recipient) = read.recipient(fields, &path, &mut issues) {
             if !seen.insert(recipient.id.clone()) {
-                issues.push(Issue::new(
-                    join_path(&path, "id"),
-                    "duplicate",
-                    format!(
-                        "recipient id `{}` is listed twice: results are matched by it",
-                        recipient.id
-                    ),
+                recipient.refused = Some((
+                    "duplicate_recipient",
+                    vec![Issue::new(
+                        join_path(&path, "id"),
+                        "duplicate",
+                        format!(
+                            "recipient id `{}` is listed twice: results are matched by it, so \
+                             only its first entry is gated",
+                            recipient.id
+                        ),
+                    )],
                 ));
             }
             recipients.push(recipient);
@@ -233,16 +238,21 @@ impl RecipientRead<'_> {
         let own = values_at(fields.get("values"), &join_path(path, "values"), issues);
         let mut values = self.shared.clone();
         values.extend(own.clone());
+        let mut zone_issue = None;
         let time_zone = match fields.get("time_zone") {
             None | Some(Value::Null) => self.policy.time_zone.clone(),
             Some(Value::String(zone)) if zone.len() <= MAX_ID_CHARS && (self.zone_known)(zone) => {
                 zone.clone()
             }
             Some(Value::String(zone)) => {
-                issues.push(Issue::new(
+                let shown: String = zone.chars().take(MAX_ID_CHARS).collect();
+                zone_issue = Some(Issue::new(
                     join_path(path, "time_zone"),
                     "unknown_time_zone",
-                    format!("`{zone}` is not a time zone this machine knows (an IANA name such as America/Chicago)"),
+                    format!(
+                        "`{shown}` is not a time zone this machine knows (an IANA name such as \
+                         America/Chicago)"
+                    ),
                 ));
                 String::new()
             }
@@ -279,6 +289,10 @@ impl RecipientRead<'_> {
             &values,
         );
         let unsafe_values = self.unsafe_values(&values, &own, path);
+        let refused = match zone_issue {
+            Some(issue) => Some(("unknown_time_zone", vec![issue])),
+            None => (!unsafe_values.is_empty()).then_some(("unsafe_value", unsafe_values)),
+        };
         Some(Recipient {
             id,
             contact,
@@ -287,7 +301,7 @@ impl RecipientRead<'_> {
             time_zone,
             simulate,
             key,
-            unsafe_values,
+            refused,
         })
     }
 

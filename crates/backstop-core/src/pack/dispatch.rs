@@ -245,6 +245,14 @@ fn local_time(r: &Reader<'_>, key: &str, issues: &mut Vec<Issue>) -> Option<Time
 pub(super) fn validate_dispatch(pack: &super::Pack) -> Vec<Issue> {
     use super::SourceAction;
     let mut issues = Vec::new();
+    if pack.identity.mode == super::IdentityMode::Content {
+        issues.push(Issue::new(
+            "dispatch",
+            "not_for_mode",
+            "a case named by content cannot be named by a dispatch: use identity mode id, \
+             fields or issued",
+        ));
+    }
     let envelope = &pack.envelope;
     if envelope.not_completed != SourceAction::Reconcile {
         issues.push(Issue::new(

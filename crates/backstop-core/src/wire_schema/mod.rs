@@ -7,15 +7,18 @@
 //! something stricter.
 //!
 //! - `request`: one pack's decision request
+//! - `dispatch`: one pack's dispatch request, and a delivered result
 //! - `report`: a failure report (`/v1/classify`, the `report` of `/v1/recover`)
 
 use serde_json::{Value, json};
 
 use crate::issue::MAX_ID_CHARS;
 
+mod dispatch;
 mod report;
 mod request;
 
+pub use dispatch::{delivery_schema, dispatch_schema};
 pub use report::report_schema;
 pub use request::request_schema;
 

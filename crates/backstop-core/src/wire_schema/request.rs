@@ -56,7 +56,7 @@ fn excerpt_list(pack: &Pack) -> Value {
 }
 
 /// Any JSON value whose strings hold no U+0000 (`$defs/nul_free`).
-fn nul_free_value() -> Value {
+pub(super) fn nul_free_value() -> Value {
     json!({"anyOf": [
         {"type": ["null", "boolean", "number"]},
         {"type": "string", "pattern": NO_NUL_PATTERN},
@@ -110,7 +110,7 @@ fn question_evidence(pack: &Pack, judge: Judge, identity_question: bool) -> Valu
 }
 
 /// How a request names its case in `pack`, and whether `case` is required.
-fn case_schema(pack: &Pack) -> (Value, bool) {
+pub(super) fn case_schema(pack: &Pack) -> (Value, bool) {
     let identity = &pack.identity;
     match identity.mode {
         IdentityMode::Id => (

@@ -111,7 +111,7 @@ pub fn bad_path(rejection: PathRejection) -> ApiError {
 }
 
 /// The pack of `job`, or 404 `unknown_job` naming the jobs there are.
-fn pack_for(state: &AppState, job: &str) -> Result<Arc<Pack>, ApiError> {
+pub(crate) fn pack_for(state: &AppState, job: &str) -> Result<Arc<Pack>, ApiError> {
     let catalog = state.catalog();
     catalog.packs.get(job).cloned().ok_or_else(|| {
         let jobs: Vec<&str> = catalog.packs.keys().map(String::as_str).collect();

@@ -16,10 +16,12 @@ use crate::state::AppState;
 
 pub mod cases;
 pub mod classify;
+pub mod dispatches;
 pub mod health;
 pub mod recover;
 pub mod reviews;
 pub mod tasks;
+pub mod webhooks;
 
 /// Every route, with authentication, limits and metrics.
 pub fn router(state: Arc<AppState>) -> Router {
@@ -34,6 +36,9 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/tasks/{task}/reset", post(tasks::reset))
         .route("/v1/jobs/{job}/decisions", post(cases::decide))
         .route("/v1/jobs/{job}/cases/{id}", get(cases::show))
+        .route("/v1/jobs/{job}/dispatches", post(dispatches::dispatch))
+        .route("/v1/dispatches/{key}", get(dispatches::show))
+        .route("/v1/dispatches/{key}/outcome", post(dispatches::outcome))
         .route("/v1/reviews", get(reviews::list))
         .route("/v1/reviews/{id}/resolve", post(reviews::resolve))
         .route_layer(middleware::from_fn_with_state(
@@ -45,6 +50,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
         .route("/openapi.json", get(crate::openapi::openapi_json))
+        // Signed by their source (HMAC), not by an API key.
+        .route("/v1/webhooks/{source}", post(webhooks::receive))
         .merge(api)
         // A route layer sees the matched route pattern; unmatched requests are not counted.
         .route_layer(middleware::from_fn_with_state(Arc::clone(&state), count))

@@ -9,6 +9,7 @@ mod calls;
 mod caps;
 mod cases;
 mod connections;
+mod effects;
 mod fleet;
 mod idempotency;
 mod limits;

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use crate::support::{AGENT_A, Answer, OPERATOR, Server, start, vendor};
 
 /// Every route the router serves.
-const ROUTES: [(&str, &str); 14] = [
+const ROUTES: [(&str, &str); 18] = [
     ("post", "/v1/classify"),
     ("post", "/v1/recover"),
     ("post", "/v1/outcomes"),
@@ -20,6 +20,11 @@ const ROUTES: [(&str, &str); 14] = [
     ("get", "/readyz"),
     ("get", "/metrics"),
     ("get", "/openapi.json"),
+    ("get", "/v1/dispatches/{key}"),
+    ("post", "/v1/dispatches/{key}/outcome"),
+    ("post", "/v1/webhooks/{source}"),
+    // Only packs with a [dispatch] table have a dispatch route.
+    ("post", "/v1/jobs/po-acknowledgement/dispatches"),
 ];
 
 fn document(server: &Server) -> Value {
@@ -229,6 +234,58 @@ fn responses_match_their_schemas() {
         "/v1/jobs/vendor-risk/cases/zzz.com",
         Some(AGENT_A),
         None,
+    );
+    let dispatch_route = "/v1/jobs/po-acknowledgement/dispatches";
+    let dispatched = check(
+        "post",
+        dispatch_route,
+        dispatch_route,
+        Some(AGENT_A),
+        Some(
+            json!({"content": "Ask about the order.", "values": {"company": "Northwind"},
+            "case": {"fields": {"supplier": "Acme", "po_number": "PO-1"}},
+            "recipients": [{"id": "r1", "contact": "+15550100", "time_zone": "UTC"},
+                           {"id": "r2", "contact": "+15550101", "time_zone": "Nowhere/Else"}]}),
+        ),
+    );
+    check(
+        "post",
+        dispatch_route,
+        dispatch_route,
+        Some(AGENT_A),
+        Some(json!({"x": 1})),
+    );
+    let key = dispatched.json()["answers"][0]["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    check(
+        "get",
+        "/v1/dispatches/{key}",
+        &format!("/v1/dispatches/{key}"),
+        Some(AGENT_A),
+        None,
+    );
+    check(
+        "post",
+        "/v1/dispatches/{key}/outcome",
+        &format!("/v1/dispatches/{key}/outcome"),
+        Some(AGENT_A),
+        Some(json!({"outcome": "sent"})),
+    );
+    check(
+        "post",
+        "/v1/dispatches/{key}/outcome",
+        "/v1/dispatches/dk_nothing/outcome",
+        Some(AGENT_A),
+        Some(json!({"outcome": "sent"})),
+    );
+    check(
+        "post",
+        "/v1/webhooks/{source}",
+        "/v1/webhooks/simulator",
+        None,
+        Some(json!({"event_id": "e", "dispatch_key": key, "status": "completed"})),
     );
     let list = check("get", "/v1/reviews", "/v1/reviews", Some(OPERATOR), None);
     let id = list.json()["reviews"][0]["id"].as_i64().unwrap();

@@ -123,6 +123,7 @@ pub fn start_with(change: impl FnOnce(&mut Config)) -> Server {
             key(AGENT_B, "agent-b", Role::Agent),
             key(OPERATOR, "dana", Role::Operator),
         ],
+        effects: backstop_server::config::EffectsConfig::default(),
     };
     change(&mut config);
     start_config(config, None, dir)

@@ -13,7 +13,14 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:7600";
 /// The default ledger file.
 pub const DEFAULT_DB: &str = "./backstop.db";
 
-const TOP_KEYS: [&str; 7] = [
+mod effects;
+
+pub use effects::{EffectsConfig, MIN_SECRET_CHARS, SIMULATOR_SOURCE, WebhookSource};
+
+const TOP_KEYS: [&str; 10] = [
+    "dispatch",
+    "webhooks",
+    "simulator",
     "listen",
     "db",
     "packs",
@@ -52,6 +59,8 @@ pub struct Config {
     pub limits: Limits,
     /// API keys; none means the service is open (and loopback only).
     pub keys: Vec<ApiKey>,
+    /// Side effects: the live key, webhook sources, the simulator, the sweep.
+    pub effects: EffectsConfig,
 }
 
 /// Request limits.
@@ -119,6 +128,7 @@ impl Default for Config {
             strategies: Vec::new(),
             limits: Limits::default(),
             keys: Vec::new(),
+            effects: EffectsConfig::default(),
         }
     }
 }
@@ -189,6 +199,7 @@ impl Config {
         if let Some(value) = table.get("keys") {
             config.keys = keys(value, &mut issues);
         }
+        config.effects = effects::parse(&table, &mut issues);
         (config, issues)
     }
 }

@@ -1,0 +1,261 @@
+//! Recorded deliveries decided: each pending delivery is matched to its dispatch, turned into
+//! the case's decision request and judged by the same machinery as `POST .../decisions`; the
+//! dispatch takes the result's state, and a do-not-contact outcome suppresses the contact.
+
+use std::sync::Arc;
+
+use backstop_core::case::{DecisionResult, ResultStatus, parse_request};
+use backstop_core::effects::{Delivery, DispatchState, Target, decision_body, parse_delivery};
+use backstop_core::pack::{Pack, SuppressScope};
+use backstop_store::{DeliveryRecord, DispatchRecord, DispatchUpdate, Reply, Store, StoreError};
+use jiff::Timestamp;
+use serde_json::{Value, json};
+
+use crate::state::AppState;
+
+/// The effect an outcome names that puts its contact on the suppression list.
+pub const SUPPRESS_CONTACT: &str = "suppress_contact";
+
+/// What one delivery came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    /// The delivery's id.
+    pub delivery: i64,
+    /// `applied`, `unattributed` or `rejected`.
+    pub state: &'static str,
+    /// What happened, for people.
+    pub detail: String,
+    /// The dispatch it answered.
+    pub dispatch_key: Option<String>,
+    /// The case result's status, when it was judged.
+    pub status: Option<String>,
+}
+
+/// Runs `work` on the store off the async workers.
+pub(crate) async fn blocking<T: Send + 'static>(
+    store: &Arc<dyn Store>,
+    work: impl FnOnce(&dyn Store) -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
+    let store = Arc::clone(store);
+    tokio::task::spawn_blocking(move || work(store.as_ref()))
+        .await
+        .map_err(|e| StoreError::Database(format!("a ledger task failed: {e}")))?
+}
+
+/// The dispatch a delivery names.
+pub(crate) fn find(
+    store: &dyn Store,
+    target: &Target,
+) -> Result<Option<DispatchRecord>, StoreError> {
+    match target {
+        Target::Key(key) => store.dispatch_by_key(key),
+        Target::Recipient {
+            batch_key,
+            recipient,
+        } => store.dispatch_by_recipient(batch_key, recipient),
+    }
+}
+
+/// What is kept of a delivery: its ids, status, confidence and failure code, and only the
+/// result fields `pack` asks (nothing else a source sends is stored).
+pub(crate) fn kept(delivery: &Delivery, pack: Option<&Pack>) -> Value {
+    let result = delivery.result.as_ref().map(|fields| {
+        let asked: serde_json::Map<String, Value> = fields
+            .iter()
+            .filter(|(name, _)| pack.is_some_and(|p| p.question(name).is_some()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        Value::Object(asked)
+    });
+    let (dispatch_key, batch_key, recipient) = match &delivery.target {
+        Target::Key(key) => (Some(key.as_str()), None, None),
+        Target::Recipient {
+            batch_key,
+            recipient,
+        } => (None, Some(batch_key.as_str()), Some(recipient.as_str())),
+    };
+    json!({
+        "event_id": delivery.event_id,
+        "dispatch_key": dispatch_key,
+        "batch_key": batch_key,
+        "recipient": recipient,
+        "status": delivery.status,
+        "result": result,
+        "confidence": delivery.confidence,
+        "failure_code": delivery.failure_code,
+    })
+}
+
+/// Decides every pending delivery, oldest first.
+pub async fn apply_pending(state: &AppState) -> Result<Vec<Applied>, StoreError> {
+    let mut done = Vec::new();
+    loop {
+        let pending = blocking(&state.store, |s| s.deliveries(true, None, 100)).await?;
+        if pending.is_empty() {
+            return Ok(done);
+        }
+        for record in pending {
+            let applied = apply_one(state, &record).await?;
+            let (id, st, detail) = (applied.delivery, applied.state, applied.detail.clone());
+            blocking(&state.store, move |s| {
+                s.finish_delivery(id, st, &detail, Timestamp::now())
+            })
+            .await?;
+            done.push(applied);
+        }
+    }
+}
+
+async fn apply_one(state: &AppState, record: &DeliveryRecord) -> Result<Applied, StoreError> {
+    let mut applied = Applied {
+        delivery: record.id,
+        state: "rejected",
+        detail: String::new(),
+        dispatch_key: None,
+        status: None,
+    };
+    let delivery = match serde_json::from_str(&record.payload)
+        .map_err(|e| vec![backstop_core::Issue::new("", "bad_json", e.to_string())])
+        .and_then(|v: Value| parse_delivery(&v))
+    {
+        Ok(d) => d,
+        Err(issues) => {
+            applied.detail = format!("unreadable: {}", issues[0]);
+            return Ok(applied);
+        }
+    };
+    let target = delivery.target.clone();
+    let Some(dispatch) = blocking(&state.store, move |s| find(s, &target)).await? else {
+        applied.state = "unattributed";
+        "no dispatch matches it: recorded, and nothing was decided".clone_into(&mut applied.detail);
+        return Ok(applied);
+    };
+    applied.dispatch_key = Some(dispatch.key.clone());
+    let Some(pack) = state.catalog().packs.get(&dispatch.job).cloned() else {
+        applied.detail = format!("the job `{}` is no longer loaded", dispatch.job);
+        return Ok(applied);
+    };
+    let execution = format!("delivery:{}:{}", record.source, delivery.event_id);
+    let (body, _ignored) = decision_body(&pack, &delivery, &dispatch.case, &execution);
+    let request = match parse_request(&pack, &dispatch.caller, &body) {
+        Ok(request) => request,
+        Err(issues) => {
+            let list: Vec<String> = issues.iter().map(ToString::to_string).collect();
+            applied.detail = format!("its result is malformed: {}", list.join("; "));
+            return Ok(applied);
+        }
+    };
+    let reply = state
+        .attempts
+        .decide(Arc::clone(&pack), dispatch.caller.clone(), request)
+        .await
+        .map_err(|e| StoreError::Busy(format!("the attempt queue: {e:?}")))?
+        .0?;
+    let now = Timestamp::now();
+    let policy = pack.dispatch.clone().unwrap_or_default();
+    let (update, detail) = match reply {
+        Reply::Counted(result) => {
+            suppress_if_asked(state, &pack, &dispatch, &result).await?;
+            outcome_update(&pack, &result, &delivery, now, policy.reconcile_after)
+        }
+        Reply::Replayed(stored) => {
+            let status = serde_json::from_str::<Value>(&stored)
+                .ok()
+                .and_then(|v| v["status"].as_str().map(str::to_owned))
+                .unwrap_or_default();
+            (
+                None,
+                format!("a resend of a result already decided ({status})"),
+            )
+        }
+        Reply::Refused(refusal) => {
+            let code = refusal.code().to_owned();
+            let escalated = matches!(code.as_str(), "attempt_limit_reached" | "case_in_review");
+            let update = DispatchUpdate {
+                state: if escalated {
+                    DispatchState::Escalated
+                } else {
+                    DispatchState::Answered
+                },
+                reconcile_at: None,
+                add_round: false,
+                failure_code: delivery.failure_code.clone(),
+                result_status: Some(format!("refused:{code}")),
+            };
+            (Some(update), format!("the case refused it: {code}"))
+        }
+    };
+    applied.state = "applied";
+    applied.detail = detail;
+    if let Some(update) = update {
+        applied.status.clone_from(&update.result_status);
+        let key = dispatch.key.clone();
+        blocking(&state.store, move |s| s.update_dispatch(&key, &update, now)).await?;
+    }
+    Ok(applied)
+}
+
+/// The dispatch's new state after its case's result.
+fn outcome_update(
+    pack: &Pack,
+    result: &DecisionResult,
+    delivery: &Delivery,
+    now: Timestamp,
+    reconcile_after: jiff::SignedDuration,
+) -> (Option<DispatchUpdate>, String) {
+    let status = result.status.as_str().to_owned();
+    let unreconciled = result.outcome.as_deref() == Some(pack.envelope.unreconciled.as_str());
+    let (state, reconcile_at, add_round) = match result.status {
+        ResultStatus::Reconcile => (
+            DispatchState::Reconciling,
+            now.checked_add(reconcile_after).ok(),
+            true,
+        ),
+        ResultStatus::Held if unreconciled => (DispatchState::Escalated, None, false),
+        _ => (DispatchState::Answered, None, false),
+    };
+    let detail = match &result.outcome {
+        Some(outcome) => format!("{status} `{outcome}`"),
+        None => status.clone(),
+    };
+    (
+        Some(DispatchUpdate {
+            state,
+            reconcile_at,
+            add_round,
+            failure_code: delivery.failure_code.clone(),
+            result_status: Some(status),
+        }),
+        detail,
+    )
+}
+
+async fn suppress_if_asked(
+    state: &AppState,
+    pack: &Pack,
+    dispatch: &DispatchRecord,
+    result: &DecisionResult,
+) -> Result<(), StoreError> {
+    if !result.effects.iter().any(|e| e == SUPPRESS_CONTACT) {
+        return Ok(());
+    }
+    let scope = pack
+        .dispatch
+        .as_ref()
+        .map_or(SuppressScope::Case, |d| d.suppress_scope);
+    let (caller, job, contact, case_id) = (
+        dispatch.caller.clone(),
+        dispatch.job.clone(),
+        dispatch.contact.clone(),
+        dispatch.case_id.clone(),
+    );
+    let reason = result
+        .outcome
+        .clone()
+        .unwrap_or_else(|| SUPPRESS_CONTACT.to_owned());
+    blocking(&state.store, move |s| {
+        let case = (scope == SuppressScope::Case).then_some(case_id.as_str());
+        s.suppress(&caller, &job, &contact, case, &reason, Timestamp::now())
+    })
+    .await
+}
