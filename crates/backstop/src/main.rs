@@ -98,6 +98,27 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Rules(RulesCommand::Check(args)) => commands::rules::check(&args, &mut out)?,
         Command::Rules(RulesCommand::Show) => commands::rules::show(&mut out)?,
         Command::Pack(cli::PackCommand::Check(args)) => commands::pack::check(&args, &mut out)?,
+        Command::Pack(cli::PackCommand::Schema(args)) => {
+            commands::pack::schema(&args, &mut out, &mut err)?
+        }
+        Command::Dispatch(args) => match &args.command {
+            Some(cli::DispatchCommand::Outcome(outcome)) => {
+                commands::dispatch::outcome(outcome, &mut out, &mut err)?
+            }
+            Some(cli::DispatchCommand::Show(show)) => {
+                commands::dispatch::show(show, &mut out, &mut err)?
+            }
+            None => {
+                let mut input = io::stdin().lock();
+                commands::dispatch::dispatch(&args, &mut input, &mut out, &mut err)?
+            }
+        },
+        Command::Key(args) => {
+            let mut input = io::stdin().lock();
+            commands::dispatch::key(&args, &mut input, &mut out, &mut err)?
+        }
+        Command::Reconcile(args) => commands::reconcile::run(&args, &mut out, &mut err)?,
+        Command::Demo(args) => commands::demo::run(&args, &mut out, &mut err)?,
         Command::Decide(args) => {
             let mut input = io::stdin().lock();
             commands::cases::decide(&args, &mut input, &mut out, &mut err)?

@@ -17,7 +17,7 @@ use crate::state::AppState;
 pub const SUPPRESS_CONTACT: &str = "suppress_contact";
 
 /// What one delivery came to.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Applied {
     /// The delivery's id.
     pub delivery: i64,

@@ -24,6 +24,20 @@ pub struct SimulatorStats {
     pub duplicates_dropped: AtomicU64,
     /// Dispatches whose delivery was never sent.
     pub lost: AtomicU64,
+    /// Duplicates dropped, by dispatch key.
+    pub dropped_by_key: std::sync::Mutex<std::collections::BTreeMap<String, u32>>,
+}
+
+impl SimulatorStats {
+    /// The duplicates the service dropped for one dispatch.
+    pub fn dropped(&self, key: &str) -> u32 {
+        self.dropped_by_key
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(key)
+            .copied()
+            .unwrap_or(0)
+    }
 }
 
 /// Starts the simulator posting to `addr`; dispatches to answer come through the sender.
@@ -63,6 +77,12 @@ pub(crate) fn start(
                     }
                     if answer.as_ref().is_some_and(|a| a["duplicate"] == true) {
                         stats.duplicates_dropped.fetch_add(1, Ordering::Relaxed);
+                        *stats
+                            .dropped_by_key
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .entry(dispatch.key.clone())
+                            .or_default() += 1;
                     }
                     if answer.is_none() {
                         tracing::warn!(key = %dispatch.key, "the simulator's delivery was not taken");

@@ -18,7 +18,7 @@ use crate::state::AppState;
 pub const RECONCILE_SOURCE: &str = "reconcile";
 
 /// What one sweep did.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Swept {
     /// Dispatches looked at.
     pub due: usize,

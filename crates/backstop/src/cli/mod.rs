@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 mod cases;
+mod effects;
 mod service;
 
 pub use cases::{
@@ -12,6 +13,11 @@ pub use cases::{
     ReviewResolveArgs, ReviewStatus, TaskArgs, TaskCommand,
 };
 use cases::{DECIDE_HELP, PURGE_HELP};
+use effects::{DEMO_HELP, DISPATCH_HELP, KEY_HELP, RECONCILE_HELP};
+pub use effects::{
+    DemoArgs, DispatchArgs, DispatchCommand, KeyArgs, OutcomeArgs, OutcomeFlag, PackSchemaArgs,
+    ReconcileArgs, ShowDispatchArgs,
+};
 use service::SERVE_HELP;
 pub use service::{ConfigCheckArgs, ConfigCommand, HashKeyArgs, ServeArgs};
 
@@ -105,6 +111,19 @@ pub enum Command {
     /// Delete ledger records past retention (30 days by default).
     #[command(after_help = PURGE_HELP)]
     Purge(PurgeArgs),
+    /// Ask permission for a side effect (a call, an email): one answer per recipient, the same
+    /// content permitted once; report its outcome; show it.
+    #[command(after_help = DISPATCH_HELP)]
+    Dispatch(DispatchArgs),
+    /// Print the content-derived keys of a dispatch request, touching no ledger.
+    #[command(after_help = KEY_HELP)]
+    Key(KeyArgs),
+    /// Run the reconciliation sweep once: results that never came are fetched, or escalated.
+    #[command(after_help = RECONCILE_HELP)]
+    Reconcile(ReconcileArgs),
+    /// Run the eight-purchase-order scenario end to end on a temporary ledger.
+    #[command(after_help = DEMO_HELP)]
+    Demo(DemoArgs),
 }
 
 const CLASSIFY_HELP: &str = "\
@@ -467,6 +486,12 @@ pub enum PackCommand {
         after_help = "Exit codes:\n  0  no issues\n  1  issues found (listed)\n  2  a file could not be read"
     )]
     Check(RulesCheckArgs),
+    /// Print the strict result schema a pack implies for the source that answers its
+    /// dispatches: every judgment an enum with `unknown`, nothing else allowed.
+    #[command(
+        after_help = "Example:\n  backstop pack schema po-acknowledgement > po-result.json\n\nExit codes:\n  0  the schema was printed\n  2  no such job, or a pack with issues"
+    )]
+    Schema(PackSchemaArgs),
 }
 
 /// `backstop rules check`.

@@ -139,12 +139,12 @@ pub fn store_failed(error: &StoreError, err: &mut impl Write) -> io::Result<u8> 
     Ok(EXIT_ISSUES)
 }
 
-fn check_caller(caller: &str, issues: &mut Vec<Issue>) {
+pub(crate) fn check_caller(caller: &str, issues: &mut Vec<Issue>) {
     backstop_core::issue::check_name(caller, "--caller", "bad_caller", "a caller name", issues);
 }
 
 /// Reads and parses `--pack`; every issue gets the file in its path.
-fn load_pack(path: &std::path::Path, issues: &mut Vec<Issue>) -> Option<Pack> {
+pub(crate) fn load_pack(path: &std::path::Path, issues: &mut Vec<Issue>) -> Option<Pack> {
     let origin = format!("--pack {}", path.display());
     let text = match fs::read_to_string(path) {
         Ok(text) => text,

@@ -24,11 +24,14 @@
 //! - `serve_postgres`: `serve --db postgres://...` as a process: calls, decisions, a restart
 //! - `fleet_cmd`: two `serve` processes on one ledger, one killed mid-load, on both backends
 //! - `task_cmd`: `task show|reset` on the journal a running `serve` writes
+//! - `effects_cmd`: `dispatch`, `key`, `reconcile`, `demo`, `pack schema`, and a `serve` killed
+//!   between a permit and its outcome, on both backends
 //!
 //! Snapshots are in `snapshots/`; accept new ones with `INSTA_UPDATE=always` and read them.
 
 mod cases_cmd;
 mod classify;
+mod effects_cmd;
 mod errors;
 mod fleet_cmd;
 mod help;
