@@ -135,7 +135,11 @@ pub fn parse_delivery(body: &Value) -> Result<Delivery, Vec<Issue>> {
     let failure_code = match top.get("failure_code") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.chars().take(200).collect()),
-        Some(other) => Some(other.to_string().chars().take(200).collect()),
+        Some(n @ Value::Number(_)) => Some(n.to_string()),
+        Some(other) => {
+            issues.push(wrong("failure_code", "a string or a number", other));
+            None
+        }
     };
     if !issues.is_empty() {
         return Err(issues);

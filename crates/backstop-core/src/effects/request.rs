@@ -155,6 +155,11 @@ pub fn parse_dispatch(
             &[]
         }
     };
+    // The case every recipient without its own shares: read (and its issues listed) once.
+    let shared_case = top.get("case").filter(|v| !v.is_null()).map(|case| {
+        let id = named_case(pack, caller, Some(case), "", &mut issues);
+        (case.clone(), id)
+    });
     let mut seen = BTreeSet::new();
     let mut recipients = Vec::new();
     for (i, entry) in list.iter().enumerate() {
@@ -167,7 +172,7 @@ pub fn parse_dispatch(
             pack,
             policy,
             caller,
-            top,
+            shared_case: shared_case.as_ref(),
             shared: &shared,
             content: &content,
             zone_known,
@@ -204,7 +209,7 @@ struct RecipientRead<'a> {
     pack: &'a Pack,
     policy: &'a DispatchPolicy,
     caller: &'a str,
-    top: &'a Map<String, Value>,
+    shared_case: Option<&'a (Value, Option<String>)>,
     shared: &'a Map<String, Value>,
     content: &'a Value,
     zone_known: &'a dyn Fn(&str) -> bool,
@@ -230,11 +235,24 @@ impl RecipientRead<'_> {
             "a contact",
             issues,
         );
-        let (case_value, case_path) = match fields.get("case").filter(|v| !v.is_null()) {
-            Some(case) => (Some(case), path.to_owned()),
-            None => (self.top.get("case").filter(|v| !v.is_null()), String::new()),
+        let (case_value, case_id) = match (
+            fields.get("case").filter(|v| !v.is_null()),
+            self.shared_case,
+        ) {
+            (Some(case), _) => (
+                case.clone(),
+                named_case(self.pack, self.caller, Some(case), path, issues),
+            ),
+            (None, Some((case, id))) => (case.clone(), id.clone()),
+            (None, None) => {
+                issues.push(Issue::new(
+                    join_path(path, "case"),
+                    "required",
+                    "name this recipient's case, or one `case` for every recipient",
+                ));
+                (Value::Null, None)
+            }
         };
-        let case_id = named_case(self.pack, self.caller, case_value, &case_path, issues);
         let own = values_at(fields.get("values"), &join_path(path, "values"), issues);
         let mut values = self.shared.clone();
         values.extend(own.clone());
@@ -243,6 +261,16 @@ impl RecipientRead<'_> {
             None | Some(Value::Null) => self.policy.time_zone.clone(),
             Some(Value::String(zone)) if zone.len() <= MAX_ID_CHARS && (self.zone_known)(zone) => {
                 zone.clone()
+            }
+            Some(Value::String(zone))
+                if zone.trim().is_empty() || zone.chars().count() > MAX_ID_CHARS =>
+            {
+                issues.push(Issue::new(
+                    join_path(path, "time_zone"),
+                    "out_of_range",
+                    format!("a time zone name is 1 to {MAX_ID_CHARS} characters, such as America/Chicago"),
+                ));
+                String::new()
             }
             Some(Value::String(zone)) => {
                 let shown: String = zone.chars().take(MAX_ID_CHARS).collect();
@@ -297,7 +325,7 @@ impl RecipientRead<'_> {
             id,
             contact,
             case_id,
-            case: case_value.cloned().unwrap_or(Value::Null),
+            case: case_value,
             time_zone,
             simulate,
             key,

@@ -612,6 +612,29 @@ outcome = "reject"
     }
 
     #[test]
+    fn a_pack_may_need_a_confidence_to_close_and_it_still_only_holds_back() {
+        let mut pack = pack(1, RULES);
+        pack.confidence.as_mut().unwrap().close_needs_confidence = true;
+        let approve = request(vec![("data_access", quotes(&["no customer data"]))]);
+        let missing = decide(&pack, &approve, None, None);
+        assert_eq!(
+            (missing.status, missing.outcome.as_deref()),
+            (Status::Held, Some(LOW_CONFIDENCE_LANE)),
+            "{missing:?}"
+        );
+        assert!(
+            missing.reason.contains("no confidence"),
+            "{}",
+            missing.reason
+        );
+        let high = decide(&pack, &approve, Some(0.9), None);
+        assert_eq!(high.status, Status::Decided);
+        // Without evidence, no confidence rescues anything.
+        let undecided = decide(&pack, &BTreeMap::new(), None, None);
+        assert_eq!(undecided.status, Status::Undecided);
+    }
+
+    #[test]
     fn a_partial_source_decides_nothing() {
         let pack = pack(1, RULES);
         let approve = request(vec![("data_access", quotes(&["no customer data"]))]);

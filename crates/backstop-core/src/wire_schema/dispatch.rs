@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 
 use super::request::case_schema;
-use super::{ID_PATTERN, NO_NUL_PATTERN, id, nullable};
+use super::{ID_PATTERN, NO_NUL_PATTERN, NOT_BLANK_PATTERN, id, nullable};
 use crate::effects::MAX_RECIPIENTS;
 use crate::issue::MAX_VALUE_CHARS;
 use crate::pack::{IdentityMode, Pack};
@@ -45,7 +45,7 @@ pub fn dispatch_schema(pack: &Pack) -> Value {
             "contact": id("How the recipient is reached (a phone number, an address)."),
             "case": nullable(case(pack)),
             "values": nullable(values()),
-            "time_zone": nullable(json!({"type": "string", "minLength": 1, "maxLength": 200,
+            "time_zone": nullable(json!({"type": "string", "minLength": 1, "maxLength": 200, "pattern": NOT_BLANK_PATTERN,
                 "description": "An IANA time zone; quiet hours are read in it. An unknown one refuses this recipient."})),
             "simulate": nullable(json!({"type": "object", "additionalProperties": {"$ref": "#/$defs/nul_free"},
                 "description": "The simulator's answer (status, result, confidence), used when not live."})),
@@ -62,9 +62,9 @@ pub fn dispatch_schema(pack: &Pack) -> Value {
         "properties": {
             "case": nullable(case(pack)),
             "content": {"anyOf": [
-                {"type": "string", "pattern": NO_NUL_PATTERN, "maxLength": 16384},
-                {"type": "object", "additionalProperties": {"$ref": "#/$defs/nul_free"}, "maxProperties": 64},
-            ], "description": "What is sent (a task text, a message): part of the key, never scanned."},
+                {"type": "string", "pattern": NO_NUL_PATTERN},
+                {"type": "object", "additionalProperties": {"$ref": "#/$defs/nul_free"}},
+            ], "description": "What is sent (a task text, a message): part of the key, never scanned. At most 64 KiB as JSON."},
             "values": nullable(values()),
             "recipients": {"type": "array", "minItems": 1, "maxItems": MAX_RECIPIENTS, "items": recipient},
             "not_before": nullable(json!({"type": "string", "format": "date-time", "pattern": TIME_PATTERN})),

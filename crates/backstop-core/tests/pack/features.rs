@@ -524,3 +524,104 @@ fn a_job_name_must_be_url_safe_and_errors_name_no_library_type() {
         issues[0].message
     );
 }
+
+#[test]
+fn a_dispatch_table_reads_its_policy_and_refuses_each_mistake_with_its_path() {
+    let good = pack(
+        "",
+        r#"
+[envelope]
+not_completed = "reconcile"
+empty = "reconcile"
+[dispatch]
+live = true
+max_per_case = 2
+backoff = "30m"
+reconcile_after = "5m"
+allowlist = ["+15550100"]
+quiet_hours = { start = "21:00", end = "07:30" }
+time_zone = "Europe/Berlin"
+untrusted = ["supplier"]
+sender = "agent_name"
+status_url = "https://calls.example/v1/calls/{key}"
+suppress_scope = "contact"
+[confidence]
+min = 0.8
+lane = "person"
+close_needs_confidence = true
+"#,
+    );
+    let policy = good.dispatch.as_ref().unwrap();
+    assert!(policy.live);
+    assert_eq!(policy.max_per_case, 2);
+    assert_eq!(policy.backoff, jiff::SignedDuration::from_mins(30));
+    assert_eq!(policy.company, "company");
+    assert_eq!(policy.sender.as_deref(), Some("agent_name"));
+    assert_eq!(
+        policy.suppress_scope,
+        backstop_core::pack::SuppressScope::Contact
+    );
+    assert!(good.confidence.as_ref().unwrap().close_needs_confidence);
+    let found = issues(
+        "",
+        r#"
+[dispatch]
+live = "yes"
+max_per_case = 0
+backoff = "soon"
+reconcile_after = "900h"
+quiet_hours = { start = "25:00" }
+status_url = "ftp://x"
+suppress_scope = "everyone"
+colour = 1
+[confidence]
+min = 0.5
+lane = "person"
+close_needs_confidence = "always"
+"#,
+    );
+    for (path, code) in [
+        ("dispatch.live", "wrong_type"),
+        ("dispatch.max_per_case", "out_of_range"),
+        ("dispatch.backoff", "bad_duration"),
+        ("dispatch.reconcile_after", "out_of_range"),
+        ("dispatch.quiet_hours.start", "bad_time"),
+        ("dispatch.quiet_hours.end", "missing"),
+        ("dispatch.status_url", "bad_url"),
+        ("dispatch.suppress_scope", "unknown_value"),
+        ("dispatch.colour", "unknown_key"),
+        ("confidence.close_needs_confidence", "wrong_type"),
+        ("envelope.not_completed", "dispatch_needs_reconcile"),
+        ("envelope.empty", "dispatch_needs_reconcile"),
+    ] {
+        assert!(
+            found.contains(&(path.to_owned(), code.to_owned())),
+            "{path} {code} in {found:?}"
+        );
+    }
+}
+
+#[test]
+fn a_value_question_may_not_take_a_reserved_name_and_a_dispatch_judgment_needs_unknown() {
+    let text = pack_text("", "")
+        .replacen("key = \"ok\"", "key = \"status\"", 1)
+        .replace("ok = \"yes\"", "status = \"yes\"");
+    let found = refusal(&text);
+    assert!(
+        found.contains(&("questions[0].key".to_owned(), "reserved_name".to_owned())),
+        "{found:?}"
+    );
+    let no_unknown = pack_text(
+        "",
+        "[envelope]\nnot_completed = \"reconcile\"\nempty = \"reconcile\"\n[dispatch]\n",
+    )
+    .replace(
+        "  { value = \"unknown\", means = \"Nobody knows.\" },\n",
+        "",
+    );
+    let found = refusal(&no_unknown);
+    assert_eq!(
+        found,
+        [("questions[0].answers".to_owned(), "no_unknown".to_owned())]
+    );
+}

@@ -260,7 +260,7 @@ fn a_dispatch_needs_the_pack_live_and_the_key_and_names_are_checked_not_the_temp
         .iter()
         .map(|i| i["path"].as_str().unwrap().to_owned())
         .collect();
-    for path in ["extra", "content", "recipients[0].contact", "case.fields"] {
+    for path in ["extra", "content", "recipients[0].contact", "recipients[0].case"] {
         assert!(paths.iter().any(|p| p == path), "{path} in {paths:?}");
     }
     let no_dispatch = server.post(
@@ -486,5 +486,214 @@ fn the_simulator_answers_and_a_do_not_call_suppresses_the_contact() {
     assert_eq!(
         dispatch(&server, &call("PO-9", "+15550199"))["answers"][0]["answer"],
         "simulated"
+    );
+}
+
+/// A one-shot status endpoint on loopback: answers every GET with `body`, as a provider's
+/// "get call" would.
+fn status_endpoint(body: Value) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            use std::io::{Read, Write};
+            let mut stream = stream;
+            let mut buffer = [0u8; 4096];
+            let _ = stream.read(&mut buffer);
+            let text = body.to_string();
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
+                text.len()
+            );
+        }
+    });
+    format!("http://{address}/calls/{{key}}")
+}
+
+/// A live server whose PO pack asks `status_url` for a result that never came.
+fn server_with_status_url(status_url: &str) -> Server {
+    let scratch = std::env::temp_dir().join(format!(
+        "backstop-effects-status-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    let packs = packs(&scratch, true);
+    let path = packs.join("po-acknowledgement.toml");
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "suppress_scope = \"contact\"",
+        &format!("suppress_scope = \"contact\"\nstatus_url = \"{status_url}\""),
+    );
+    std::fs::write(&path, text).unwrap();
+    start_with(move |config| {
+        config.packs = vec![packs];
+        config.effects.live_key = Some(LIVE_KEY.to_owned());
+    })
+}
+
+fn sweep(server: &Server, minutes: i64) -> backstop_server::effects::Swept {
+    let later = jiff::Timestamp::now() + jiff::SignedDuration::from_mins(minutes);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime
+        .block_on(backstop_server::effects::sweep_once(&server.state, later))
+        .unwrap()
+}
+
+/// Failure table: "create times out" — the agent reports `unknown`; nothing is sent again
+/// (the same content is answered `reconcile`); the sweep reconciles it, and when it stays
+/// unknown, a person takes over.
+#[test]
+fn failure_table_create_times_out() {
+    let server = server(true);
+    let key = dispatch(&server, &call("PO-10", "+15550110"))["answers"][0]["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let reported = server.post(
+        &format!("/v1/dispatches/{key}/outcome"),
+        Some(AGENT_A),
+        &json!({"outcome": "unknown", "failure_code": "TIMEOUT"}),
+    );
+    assert_eq!(reported.json()["failure_code"], "TIMEOUT");
+    assert_eq!(
+        dispatch(&server, &call("PO-10", "+15550110"))["answers"][0]["answer"],
+        "reconcile"
+    );
+    let first = sweep(&server, 16);
+    assert_eq!((first.due, first.unknown), (1, 1));
+    assert_eq!(
+        server
+            .get(&format!("/v1/dispatches/{key}"), Some(AGENT_A))
+            .json()["dispatch"]["state"],
+        "reconciling"
+    );
+    let second = sweep(&server, 40);
+    assert_eq!(second.due, 1);
+    let view = server
+        .get(&format!("/v1/dispatches/{key}"), Some(AGENT_A))
+        .json();
+    assert_eq!(view["dispatch"]["state"], "escalated", "{view}");
+    assert_eq!(view["dispatch"]["sends"], 1, "never redialled");
+    assert_eq!(
+        case(&server, "PO-10")["reviews"][0]["lane"],
+        "review_unreconciled"
+    );
+}
+
+/// Failure table: "webhook never arrives" — the sweep asks the pack's status URL and decides
+/// from what it says.
+#[test]
+fn failure_table_webhook_never_arrives() {
+    let url = status_endpoint(
+        json!({"status": "completed", "confidence": 0.9, "result": clean_result()}),
+    );
+    let server = server_with_status_url(&url);
+    let key = dispatch(&server, &call("PO-11", "+15550111"))["answers"][0]["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    server.post(
+        &format!("/v1/dispatches/{key}/outcome"),
+        Some(AGENT_A),
+        &json!({"outcome": "sent"}),
+    );
+    assert_eq!(sweep(&server, 5).due, 0, "not due before reconcile_after");
+    let swept = sweep(&server, 16);
+    assert_eq!((swept.due, swept.answered), (1, 1));
+    let view = server
+        .get(&format!("/v1/dispatches/{key}"), Some(AGENT_A))
+        .json();
+    assert_eq!(view["dispatch"]["result_status"], "decided", "{view}");
+    assert_eq!(view["deliveries"][0]["source"], "reconcile");
+    assert_eq!(
+        case(&server, "PO-11")["attempts"][0]["outcome"],
+        "acknowledged"
+    );
+}
+
+/// Failure table: "recipient never answered" — no evidence, whatever the result object says.
+#[test]
+fn failure_table_recipient_never_answered() {
+    let server = server(true);
+    let key = dispatch(&server, &call("PO-12", "+15550112"))["answers"][0]["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    deliver(
+        &server,
+        &json!({"event_id": "evt-12", "dispatch_key": key, "status": "no_answer",
+                             "result": clean_result(), "confidence": 0.99}),
+    );
+    let view = settled(&server, &key);
+    assert_eq!(view["dispatch"]["result_status"], "undecided", "{view}");
+    let record = case(&server, "PO-12");
+    assert!(
+        record["attempts"][0]["closed"]
+            .as_array()
+            .unwrap()
+            .is_empty(),
+        "{record}"
+    );
+    // A new call is the agent's to ask for, and it waits out the backoff.
+    let mut again = call("PO-12", "+15550112");
+    again["content"] = json!({"task": "Second call."});
+    let answer = dispatch(&server, &again);
+    assert_eq!(answer["answers"][0]["answer"], "deferred", "{answer}");
+    assert!(answer["answers"][0]["not_before"].is_string());
+}
+
+/// Failure table: "someone resolved it by hand mid-call" — the late result is kept as
+/// history and does not overwrite the person's decision.
+#[test]
+fn failure_table_resolved_by_hand_mid_call() {
+    let server = server(true);
+    let key = dispatch(&server, &call("PO-13", "+15550113"))["answers"][0]["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    deliver(
+        &server,
+        &json!({"event_id": "evt-13", "dispatch_key": key, "status": "completed",
+        "result": {"needs_human": "wants_human", "spoke_with": "intended_contact", "received": "yes", "po_status": "on_time"},
+        "confidence": 0.9}),
+    );
+    settled(&server, &key);
+    let review = case(&server, "PO-13")["reviews"][0]["id"].as_i64().unwrap();
+    let resolved = server.post(
+        &format!("/v1/reviews/{review}/resolve"),
+        Some(OPERATOR),
+        &json!({"decision": "acknowledged", "note": "Called them myself."}),
+    );
+    assert_eq!(resolved.status, 200, "{}", resolved.text);
+    deliver(
+        &server,
+        &json!({"event_id": "evt-13b", "dispatch_key": key, "status": "completed",
+        "result": {"needs_human": "no", "spoke_with": "intended_contact", "received": "no", "po_status": "blocked"},
+        "confidence": 0.9}),
+    );
+    let start = Instant::now();
+    while settled(&server, &key)["deliveries"]
+        .as_array()
+        .unwrap()
+        .len()
+        < 2
+    {
+        assert!(start.elapsed() < Duration::from_secs(10));
+    }
+    let record = case(&server, "PO-13");
+    assert_eq!(
+        record["attempts"].as_array().unwrap().last().unwrap()["status"],
+        "noop",
+        "{record}"
+    );
+    assert_eq!(
+        record["reviews"][0]["resolution"]["decision"],
+        "acknowledged"
     );
 }
