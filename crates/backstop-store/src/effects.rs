@@ -4,7 +4,7 @@
 
 use backstop_core::case::{Refusal, RefusalBody};
 use backstop_core::effects::{
-    DispatchMode, DispatchRequest, DispatchState, GateFacts, GateInput, Verdict, gate,
+    DispatchMode, DispatchRequest, DispatchState, GateFacts, GateInput, Recipient, Verdict, gate,
     simulated_because,
 };
 use backstop_core::pack::{AfterDecision, Pack};
@@ -232,163 +232,240 @@ pub(crate) fn run_dispatch(
     context: DispatchContext,
     now: Timestamp,
 ) -> Result<DispatchReply, StoreError> {
-    let policy = pack.dispatch.clone().unwrap_or_default();
+    // Kept to the millisecond, as the ledger keeps it: a fresh answer and a later read agree.
+    let now = Timestamp::from_millisecond(now.as_millisecond()).unwrap_or(now);
     let mut answers = Vec::new();
     for recipient in &request.recipients {
-        let answer = |kind: AnswerKind, reason: String| DispatchAnswer {
-            recipient: recipient.id.clone(),
-            case_id: recipient.case_id.clone(),
-            answer: kind,
-            key: recipient.key.clone(),
-            not_before: None,
-            reason,
-            dispatch: None,
-            error: None,
+        let answer = match refused_up_front(recipient) {
+            Some(refused) => refused,
+            None => gate_one(tx, pack, caller, request, recipient, context, now)?,
         };
-        if let Some((code, issues)) = &recipient.refused {
-            let message = match *code {
-                "unsafe_value" => {
-                    "a value spoken or written to the recipient is a placeholder or reads like \
-                     an instruction: nothing is sent; fix the values listed and ask again"
-                }
-                "unknown_time_zone" => {
-                    "the recipient's time zone is unknown, so its quiet hours cannot be kept: \
-                     nothing is sent"
-                }
-                _ => "the recipient is listed twice: nothing more is sent for its second entry",
-            };
-            let mut refusal = Refusal::new(code, message);
-            refusal.error.issues.clone_from(issues);
-            let mut refused = answer(AnswerKind::Refused, refusal.error.message.clone());
-            refused.error = Some(refusal.error);
-            answers.push(refused);
-            continue;
-        }
-        let prior = tx.prior(&recipient.key)?;
-        let (cycle, review_lane) = tx.standing(caller, &pack.job, &recipient.case_id)?;
-        let (case_sends, last_send_at) = tx.case_sends(
-            caller,
-            &pack.job,
-            &recipient.case_id,
-            &request.batch_key,
-            &recipient.key,
-        )?;
-        let facts = GateFacts {
-            prior: prior.as_ref().map(|p| (p.state, p.sends)),
-            terminal: cycle > 0 && pack.attempts.after_decision == AfterDecision::Final,
-            review_lane,
-            case_sends,
-            last_send_at,
-            suppressed: tx.suppressed(caller, &pack.job, &recipient.contact, &recipient.case_id)?,
-        };
-        let zone = TimeZone::get(&recipient.time_zone).unwrap_or(TimeZone::UTC);
-        let input = GateInput {
-            pack,
-            live_key: context.live_key,
-            contact: &recipient.contact,
-            zone: &zone,
-            not_before: request.not_before,
-            now,
-        };
-        let verdict = gate(&input, &facts);
-        let mut out = match verdict {
-            Verdict::Permitted(mode) => {
-                let record = DispatchRecord {
-                    key: recipient.key.clone(),
-                    batch_key: request.batch_key.clone(),
-                    caller: caller.to_owned(),
-                    job: pack.job.clone(),
-                    case_id: recipient.case_id.clone(),
-                    case: recipient.case.clone(),
-                    recipient: recipient.id.clone(),
-                    contact: recipient.contact.clone(),
-                    mode,
-                    // The simulator has it at once; a live one waits for the agent's report.
-                    state: match mode {
-                        DispatchMode::Live => DispatchState::Permitted,
-                        DispatchMode::Simulated => DispatchState::Sent,
-                    },
-                    sends: prior.as_ref().map_or(1, |p| p.sends + 1),
-                    created_at: prior.as_ref().map_or(now, |p| p.created_at),
-                    updated_at: now,
-                    last_sent_at: now,
-                    reconcile_at: now.checked_add(policy.reconcile_after).ok(),
-                    rounds: 0,
-                    failure_code: None,
-                    result_status: None,
-                    simulate: match mode {
-                        DispatchMode::Live => None,
-                        DispatchMode::Simulated => recipient.simulate.clone(),
-                    },
-                };
-                tx.put(&record)?;
-                let (kind, reason) = match mode {
-                    DispatchMode::Live => (
-                        AnswerKind::Permitted,
-                        "go: perform it with this key, then report sent, failed or unknown"
-                            .to_owned(),
-                    ),
-                    DispatchMode::Simulated => (
-                        AnswerKind::Simulated,
-                        format!(
-                            "sent to the simulator: {}",
-                            simulated_because(&policy, context.live_key, &recipient.contact)
-                        ),
-                    ),
-                };
-                let mut a = answer(kind, reason);
-                a.dispatch = Some(record);
-                a
-            }
-            Verdict::Deferred {
-                not_before,
-                reason,
-                message,
-            } => {
-                let mut a = answer(AnswerKind::Deferred, format!("{reason}: {message}"));
-                a.not_before = Some(not_before);
-                a
-            }
-            Verdict::Suppressed => answer(
-                AnswerKind::Suppressed,
-                "the contact asked not to be contacted: nothing is sent".to_owned(),
-            ),
-            Verdict::Duplicate => {
-                let mut a = answer(
-                    AnswerKind::Duplicate,
-                    "this content was dispatched already: the original stands".to_owned(),
-                );
-                a.dispatch.clone_from(&prior);
-                a
-            }
-            Verdict::Reconcile => {
-                let mut a = answer(
-                    AnswerKind::Reconcile,
-                    "an earlier dispatch of this content has an unknown outcome: reconcile it \
-                     (its result, or `backstop reconcile`) before anything is sent again"
-                        .to_owned(),
-                );
-                a.dispatch.clone_from(&prior);
-                a
-            }
-            Verdict::Refused {
-                code,
-                message,
-                escalation,
-            } => {
-                let refusal = Refusal::new(code, message).with_escalation(escalation);
-                let mut a = answer(AnswerKind::Refused, refusal.error.message.clone());
-                a.error = Some(refusal.error);
-                a
-            }
-        };
-        out.case_id.clone_from(&recipient.case_id);
-        answers.push(out);
+        answers.push(answer);
     }
     Ok(DispatchReply {
         batch_key: request.batch_key.clone(),
         answers,
     })
+}
+
+/// An answer with no record and no error yet.
+fn blank_answer(recipient: &Recipient, kind: AnswerKind, reason: String) -> DispatchAnswer {
+    DispatchAnswer {
+        recipient: recipient.id.clone(),
+        case_id: recipient.case_id.clone(),
+        answer: kind,
+        key: recipient.key.clone(),
+        not_before: None,
+        reason,
+        dispatch: None,
+        error: None,
+    }
+}
+
+/// The refusal of a recipient the request itself disqualifies (a placeholder or injected
+/// value, an unknown time zone, a repeated id): nothing about the ledger can change it.
+fn refused_up_front(recipient: &Recipient) -> Option<DispatchAnswer> {
+    let (code, issues) = recipient.refused.as_ref()?;
+    let message = match *code {
+        "unsafe_value" => {
+            "a value spoken or written to the recipient is a placeholder or reads like an \
+             instruction: nothing is sent; fix the values listed and ask again"
+        }
+        "unknown_time_zone" => {
+            "the recipient's time zone is unknown, so its quiet hours cannot be kept: nothing \
+             is sent"
+        }
+        _ => "the recipient is listed twice: nothing more is sent for its second entry",
+    };
+    let mut refusal = Refusal::new(code, message);
+    refusal.error.issues.clone_from(issues);
+    let mut refused = blank_answer(recipient, AnswerKind::Refused, message.to_owned());
+    refused.error = Some(refusal.error);
+    Some(refused)
+}
+
+/// One recipient through the gate: its facts loaded, the core's verdict, and a permitted or
+/// simulated dispatch stored under its key.
+fn gate_one(
+    tx: &mut impl EffectsTx,
+    pack: &Pack,
+    caller: &str,
+    request: &DispatchRequest,
+    recipient: &Recipient,
+    context: DispatchContext,
+    now: Timestamp,
+) -> Result<DispatchAnswer, StoreError> {
+    let prior = tx.prior(&recipient.key)?;
+    let (cycle, review_lane) = tx.standing(caller, &pack.job, &recipient.case_id)?;
+    let (case_sends, last_send_at) = tx.case_sends(
+        caller,
+        &pack.job,
+        &recipient.case_id,
+        &request.batch_key,
+        &recipient.key,
+    )?;
+    let facts = GateFacts {
+        prior: prior.as_ref().map(|p| (p.state, p.sends)),
+        terminal: cycle > 0 && pack.attempts.after_decision == AfterDecision::Final,
+        review_lane,
+        case_sends,
+        last_send_at,
+        suppressed: tx.suppressed(caller, &pack.job, &recipient.contact, &recipient.case_id)?,
+    };
+    let zone = TimeZone::get(&recipient.time_zone).unwrap_or(TimeZone::UTC);
+    let input = GateInput {
+        pack,
+        live_key: context.live_key,
+        contact: &recipient.contact,
+        zone: &zone,
+        not_before: request.not_before,
+        now,
+    };
+    let answer = match gate(&input, &facts) {
+        Verdict::Permitted(mode) => {
+            let record = new_record(pack, caller, request, recipient, prior.as_ref(), mode, now);
+            tx.put(&record)?;
+            let policy = pack.dispatch.clone().unwrap_or_default();
+            let (kind, reason) = match mode {
+                DispatchMode::Live => (
+                    AnswerKind::Permitted,
+                    "go: perform it with this key, then report sent, failed or unknown".to_owned(),
+                ),
+                DispatchMode::Simulated => (
+                    AnswerKind::Simulated,
+                    format!(
+                        "sent to the simulator: {}",
+                        simulated_because(&policy, context.live_key, &recipient.contact)
+                    ),
+                ),
+            };
+            let mut a = blank_answer(recipient, kind, reason);
+            a.dispatch = Some(record);
+            a
+        }
+        Verdict::Deferred {
+            not_before,
+            reason,
+            message,
+        } => {
+            let mut a = blank_answer(
+                recipient,
+                AnswerKind::Deferred,
+                format!("{reason}: {message}"),
+            );
+            a.not_before = Some(not_before);
+            a
+        }
+        Verdict::Suppressed => blank_answer(
+            recipient,
+            AnswerKind::Suppressed,
+            "the contact asked not to be contacted: nothing is sent".to_owned(),
+        ),
+        Verdict::Duplicate => {
+            let mut a = blank_answer(
+                recipient,
+                AnswerKind::Duplicate,
+                "this content was dispatched already: the original stands".to_owned(),
+            );
+            a.dispatch = prior;
+            a
+        }
+        Verdict::Reconcile => {
+            let mut a = blank_answer(
+                recipient,
+                AnswerKind::Reconcile,
+                "an earlier dispatch of this content has an unknown outcome: reconcile it (its \
+                 result, or `backstop reconcile`) before anything is sent again"
+                    .to_owned(),
+            );
+            a.dispatch = prior;
+            a
+        }
+        Verdict::Refused {
+            code,
+            message,
+            escalation,
+        } => {
+            let refusal = Refusal::new(code, message).with_escalation(escalation);
+            let mut a = blank_answer(
+                recipient,
+                AnswerKind::Refused,
+                refusal.error.message.clone(),
+            );
+            a.error = Some(refusal.error);
+            a
+        }
+    };
+    Ok(answer)
+}
+
+/// The record of a dispatch that goes out now: new, or a failed one sent again under its key.
+fn new_record(
+    pack: &Pack,
+    caller: &str,
+    request: &DispatchRequest,
+    recipient: &Recipient,
+    prior: Option<&DispatchRecord>,
+    mode: DispatchMode,
+    now: Timestamp,
+) -> DispatchRecord {
+    let policy = pack.dispatch.clone().unwrap_or_default();
+    DispatchRecord {
+        key: recipient.key.clone(),
+        batch_key: request.batch_key.clone(),
+        caller: caller.to_owned(),
+        job: pack.job.clone(),
+        case_id: recipient.case_id.clone(),
+        case: recipient.case.clone(),
+        recipient: recipient.id.clone(),
+        contact: recipient.contact.clone(),
+        mode,
+        // The simulator has it at once; a live one waits for the agent's report.
+        state: match mode {
+            DispatchMode::Live => DispatchState::Permitted,
+            DispatchMode::Simulated => DispatchState::Sent,
+        },
+        sends: prior.map_or(1, |p| p.sends + 1),
+        created_at: prior.map_or(now, |p| p.created_at),
+        updated_at: now,
+        last_sent_at: now,
+        reconcile_at: now.checked_add(policy.reconcile_after).ok(),
+        rounds: 0,
+        failure_code: None,
+        result_status: None,
+        simulate: match mode {
+            DispatchMode::Live => None,
+            DispatchMode::Simulated => recipient
+                .simulate
+                .as_ref()
+                .map(|s| kept_simulation(pack, s)),
+        },
+    }
+}
+
+/// What is kept of a recipient's `simulate`: its status, confidence and failure code, and only
+/// the result fields the pack asks (no free text reaches the ledger).
+fn kept_simulation(pack: &Pack, simulate: &Value) -> Value {
+    let mut kept = serde_json::Map::new();
+    for name in ["status", "confidence", "failure_code"] {
+        if let Some(value) = simulate.get(name) {
+            kept.insert(name.to_owned(), value.clone());
+        }
+    }
+    if let Some(result) = simulate.get("result") {
+        let asked = match result.as_object() {
+            Some(fields) => Value::Object(
+                fields
+                    .iter()
+                    .filter(|(name, _)| pack.question(name).is_some())
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            ),
+            None => Value::Null,
+        };
+        kept.insert("result".to_owned(), asked);
+    }
+    Value::Object(kept)
 }
 
 /// The agent's report on a dispatch it was permitted: `sent`, `failed` or `unknown`.

@@ -260,7 +260,12 @@ fn a_dispatch_needs_the_pack_live_and_the_key_and_names_are_checked_not_the_temp
         .iter()
         .map(|i| i["path"].as_str().unwrap().to_owned())
         .collect();
-    for path in ["extra", "content", "recipients[0].contact", "recipients[0].case"] {
+    for path in [
+        "extra",
+        "content",
+        "recipients[0].contact",
+        "recipients[0].case",
+    ] {
         assert!(paths.iter().any(|p| p == path), "{path} in {paths:?}");
     }
     let no_dispatch = server.post(
