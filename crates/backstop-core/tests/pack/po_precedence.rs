@@ -50,11 +50,8 @@ fn precedence(
     if confidence.is_none() || source.is_none() {
         return held("review_missing_fields");
     }
-    // 3. A call that failed or was not answered counts and gives no evidence; one still
-    // running (or of unknown state), or a result with nothing in it, is reconciled.
-    if matches!(source, Some("failed" | "no_answer" | "busy" | "voicemail")) {
-        return (Status::Undecided, None);
-    }
+    // 3. A call that did not complete (running, failed, not answered, of unknown state), or
+    // a result with nothing in it, gave no evidence: it is reconciled.
     let nothing = values.iter().all(|v| v.as_ref().is_none_or(Value::is_null))
         && ship.is_none_or(Value::is_null);
     if source != Some("completed") || nothing {

@@ -88,6 +88,10 @@ pub(crate) fn kept(delivery: &Delivery, pack: Option<&Pack>) -> Value {
 
 /// Decides every pending delivery, oldest first.
 pub async fn apply_pending(state: &AppState) -> Result<Vec<Applied>, StoreError> {
+    // One decider at a time in this process (the recorded-delivery task and the sweep both
+    // call this); another server on the ledger deciding the same delivery gets the stored
+    // result back (the same execution id), and only the first finish counts.
+    let _one_at_a_time = state.effects.applying.lock().await;
     let mut done = Vec::new();
     loop {
         let pending = blocking(&state.store, |s| s.deliveries(true, None, 100)).await?;

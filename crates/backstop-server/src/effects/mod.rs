@@ -32,6 +32,8 @@ pub struct Effects {
     pub simulator_secret: String,
     /// What the simulator did.
     pub stats: Arc<SimulatorStats>,
+    /// Held while recorded deliveries are decided, so this process decides each once.
+    pub(crate) applying: tokio::sync::Mutex<()>,
     simulator: Mutex<Option<mpsc::UnboundedSender<DispatchRecord>>>,
 }
 
@@ -42,6 +44,7 @@ impl Effects {
             recorded: Notify::new(),
             simulator_secret,
             stats: Arc::new(SimulatorStats::default()),
+            applying: tokio::sync::Mutex::new(()),
             simulator: Mutex::new(None),
         }
     }

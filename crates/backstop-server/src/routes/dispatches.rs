@@ -157,10 +157,12 @@ pub async fn show(
     let Path(key) = key.map_err(bad_path)?;
     let wanted = key.clone();
     let found = blocking(&state.store, move |s| {
+        // Deliveries first: one is marked done only after its dispatch was moved on, so a
+        // done delivery is never shown beside the dispatch as it stood before.
+        let deliveries = s.deliveries(false, Some(&wanted), 1000)?;
         let Some(dispatch) = s.dispatch_by_key(&wanted)? else {
             return Ok(None);
         };
-        let deliveries = s.deliveries(false, Some(&wanted), 1000)?;
         Ok(Some(DispatchView {
             dispatch,
             deliveries,

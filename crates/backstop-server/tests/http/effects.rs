@@ -622,7 +622,8 @@ fn failure_table_webhook_never_arrives() {
     );
 }
 
-/// Failure table: "recipient never answered" — no evidence, whatever the result object says.
+/// Failure table: "recipient never answered" — no evidence, whatever the result object says:
+/// reconciled, then a person; never redialled, never success.
 #[test]
 fn failure_table_recipient_never_answered() {
     let server = server(true);
@@ -633,24 +634,36 @@ fn failure_table_recipient_never_answered() {
     deliver(
         &server,
         &json!({"event_id": "evt-12", "dispatch_key": key, "status": "no_answer",
-                             "result": clean_result(), "confidence": 0.99}),
+                "result": clean_result(), "confidence": 0.99}),
     );
     let view = settled(&server, &key);
-    assert_eq!(view["dispatch"]["result_status"], "undecided", "{view}");
+    assert_eq!(view["dispatch"]["result_status"], "reconcile", "{view}");
+    assert_eq!(view["dispatch"]["state"], "reconciling");
     let record = case(&server, "PO-12");
     assert!(
-        record["attempts"][0]["closed"]
+        record["attempts"]
             .as_array()
             .unwrap()
-            .is_empty(),
+            .iter()
+            .all(|a| a["status"] != "decided"),
         "{record}"
     );
-    // A new call is the agent's to ask for, and it waits out the backoff.
-    let mut again = call("PO-12", "+15550112");
-    again["content"] = json!({"task": "Second call."});
-    let answer = dispatch(&server, &again);
-    assert_eq!(answer["answers"][0]["answer"], "deferred", "{answer}");
-    assert!(answer["answers"][0]["not_before"].is_string());
+    // The same call is not placed again while it reconciles.
+    assert_eq!(
+        dispatch(&server, &call("PO-12", "+15550112"))["answers"][0]["answer"],
+        "reconcile"
+    );
+    // The source still knows nothing (no status URL): a person takes it.
+    sweep(&server, 20);
+    let view = server
+        .get(&format!("/v1/dispatches/{key}"), Some(AGENT_A))
+        .json();
+    assert_eq!(view["dispatch"]["state"], "escalated", "{view}");
+    assert_eq!(view["dispatch"]["sends"], 1);
+    assert_eq!(
+        case(&server, "PO-12")["reviews"][0]["lane"],
+        "review_unreconciled"
+    );
 }
 
 /// Failure table: "someone resolved it by hand mid-call" — the late result is kept as

@@ -160,11 +160,10 @@ pub fn show(args: &ShowDispatchArgs, out: &mut impl Write, err: &mut impl Write)
     let Some(store) = open(&args.db.db, err)? else {
         return Ok(super::EXIT_ISSUES);
     };
-    let found = store.dispatch_by_key(&args.key).and_then(|found| {
-        found
-            .map(|d| Ok((d, store.deliveries(false, Some(&args.key), 1000)?)))
-            .transpose()
-    });
+    // Deliveries first: one is marked done only after its dispatch was moved on.
+    let found = store
+        .deliveries(false, Some(&args.key), 1000)
+        .and_then(|deliveries| Ok(store.dispatch_by_key(&args.key)?.map(|d| (d, deliveries))));
     match found {
         Ok(Some((dispatch, deliveries))) => {
             serde_json::to_writer_pretty(

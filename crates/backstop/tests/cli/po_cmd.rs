@@ -407,18 +407,24 @@ fn failure_structured_result_null_reconcile_then_escalate_never_resolve() {
 #[test]
 fn failure_recipient_never_answered_no_evidence_whatever_the_result_says() {
     let po = Po::new("po-f-no-answer");
-    // A result object full of clean values, from a recipient who never picked up.
+    // A result object full of clean values, from a recipient who never picked up: no evidence.
+    // It is reconciled (no attempt used), and a second such result goes to a person; nothing
+    // is redialled and nothing closes.
     let unanswered = |n: &str| request(n, &CLEAN, &[("source_status", json!("no_answer"))]);
     let first = po.decide(T0, &unanswered("e1"));
-    assert_standing(&first, "undecided", None);
+    assert_standing(&first, "reconcile", None);
     assert_eq!(first["answers"], json!({}), "{first:#}");
-    assert_eq!(first["attempts"]["used"], 1);
-    // Not a "no progress" stop at the second: the call may be tried to the attempt limit.
+    assert_eq!(first["attempts"]["used"], 0, "{first:#}");
     let second = po.decide(T1, &unanswered("e2"));
-    assert_eq!(second["attempts"]["next"], "retry", "{second:#}");
-    let third = po.decide(T2, &unanswered("e3"));
-    assert_eq!(third["attempts"]["next"], "escalate", "{third:#}");
-    assert_eq!(third["escalation"]["trigger"], "attempt_limit", "{third:#}");
+    assert_standing(&second, "held", Some("review_unreconciled"));
+    assert_escalates_to(&second, "buyer-desk");
+    // A failed call is the same: no evidence, never success.
+    let po = Po::new("po-f-failed");
+    let failed = po.decide(
+        T0,
+        &request("e1", &CLEAN, &[("source_status", json!("failed"))]),
+    );
+    assert_standing(&failed, "reconcile", None);
 }
 
 #[test]
