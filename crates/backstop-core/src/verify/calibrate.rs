@@ -45,11 +45,21 @@ pub struct ThresholdRow {
     pub passing_runs_stopped: usize,
 }
 
+/// The fewest loop runs a threshold is recommended from: below it, a few runs that happened
+/// to pass or fail would set the threshold for every later one.
+pub const MIN_RUNS: usize = 10;
+
 /// The whole calibration.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Calibration {
     /// Runs read.
     pub runs: usize,
+    /// Attempts read.
+    pub attempts: usize,
+    /// The fewest runs a threshold is recommended from ([`MIN_RUNS`]).
+    pub min_runs: usize,
+    /// `best`, once `runs` reaches `min_runs`; `None` before (too few runs to recommend).
+    pub recommended: Option<f64>,
     /// Per score, 1 to 5.
     pub scores: Vec<ScoreRow>,
     /// Per candidate threshold.
@@ -136,6 +146,9 @@ pub fn calibrate(attempts: &[LoggedAttempt]) -> Calibration {
         .map(|t| t.threshold);
     Calibration {
         runs: runs.len(),
+        attempts: attempts.len(),
+        min_runs: MIN_RUNS,
+        recommended: best.filter(|_| runs.len() >= MIN_RUNS),
         scores,
         thresholds,
         best,
@@ -183,6 +196,24 @@ mod tests {
             .find(|t| (t.threshold - 3.5).abs() < 1e-9)
             .unwrap();
         assert_eq!(at_3_5.passing_runs_stopped, 1);
+    }
+
+    #[test]
+    fn a_threshold_is_recommended_only_from_enough_runs() {
+        let one = [a("only", 1, false, Some(2)), a("only", 2, false, Some(1))];
+        let c = calibrate(&one);
+        assert_eq!((c.runs, c.attempts, c.recommended), (1, 2, None));
+        assert!(c.best.is_some());
+        let many: Vec<LoggedAttempt> = (0..MIN_RUNS)
+            .flat_map(|r| {
+                let run = format!("r{r}");
+                [a(&run, 1, false, Some(3)), a(&run, 2, true, None)]
+            })
+            .collect();
+        let c = calibrate(&many);
+        assert_eq!(c.runs, MIN_RUNS);
+        assert_eq!(c.recommended, c.best);
+        assert!(c.recommended.is_some());
     }
 
     #[test]

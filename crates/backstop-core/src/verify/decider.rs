@@ -41,11 +41,77 @@ pub struct Verdict {
 pub struct FailedAttempt {
     /// The parsed test run.
     pub run: Option<TestRun>,
+    /// The digest of the output's normalized lines, for output no runner's summary was found
+    /// in: the same unreadable output twice is still the same failure.
+    pub output_digest: Option<String>,
 }
 
 impl FailedAttempt {
+    /// A failed attempt from its (redacted) test output: parsed when a runner's summary is
+    /// found, and otherwise known by the digest of its normalized lines.
+    pub fn from_output(output: &str) -> FailedAttempt {
+        let run = super::parse::parse_output(output);
+        let output_digest = run.is_none().then(|| output_digest(output));
+        FailedAttempt { run, output_digest }
+    }
+
     fn signature(&self) -> Option<Signature> {
         self.run.as_ref().map(signature)
+    }
+}
+
+/// 16 hex digits of FNV-1a over the normalized, non-blank lines of `output` (the last 200).
+fn output_digest(output: &str) -> String {
+    let lines: Vec<String> = output
+        .lines()
+        .map(super::signature::normalize_line)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let start = lines.len().saturating_sub(200);
+    let hash = lines[start..]
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, line| {
+            line.bytes().chain(std::iter::once(0xff)).fold(h, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+            })
+        });
+    format!("{hash:016x}")
+}
+
+/// The verdict on output no runner's summary was found in: the same output repeating is the
+/// same failure; otherwise the fixed cap decides.
+fn unreadable(history: &[FailedAttempt]) -> Verdict {
+    let latest = history.last().and_then(|a| a.output_digest.clone());
+    let repeats = history
+        .iter()
+        .rev()
+        .take_while(|a| a.run.is_none() && a.output_digest.is_some() && a.output_digest == latest)
+        .count();
+    let digest = latest.unwrap_or_default();
+    match repeats {
+        n if n >= 3 => verdict(
+            1,
+            Choice::Stop,
+            format!(
+                "the same unreadable test output (digest {digest}) {n} times in a row: another attempt would fail the same way"
+            ),
+            true,
+        ),
+        2 => verdict(
+            2,
+            Choice::ChangeApproach,
+            format!(
+                "the same unreadable test output (digest {digest}) twice in a row: this approach is not working"
+            ),
+            true,
+        ),
+        _ => verdict(
+            3,
+            Choice::SameApproach,
+            "the test output could not be read (no known test runner's summary), so the fixed cap of attempts decides"
+                .to_owned(),
+            false,
+        ),
     }
 }
 
@@ -63,13 +129,7 @@ pub fn decide(history: &[FailedAttempt]) -> Verdict {
         );
     };
     let Some(run) = &latest.run else {
-        return verdict(
-            3,
-            Choice::SameApproach,
-            "the test output could not be read (no known test runner's summary), so the fixed cap of attempts decides"
-                .to_owned(),
-            false,
-        );
+        return unreadable(history);
     };
     let latest_signature = latest.signature();
     let repeats = history
@@ -177,12 +237,38 @@ fn verdict(score: u8, choice: Choice, reason: String, read_output: bool) -> Verd
 }
 
 #[cfg(test)]
+mod unreadable_tests {
+    use super::*;
+
+    #[test]
+    fn the_same_unreadable_output_is_the_same_failure() {
+        let same = || FailedAttempt::from_output("make: *** [all] Error 2 at 12:01:02\n");
+        let history = vec![same()];
+        assert!(!decide(&history).read_output);
+        let history = vec![
+            same(),
+            FailedAttempt::from_output("make: *** [all] Error 2 at 12:04:55\n"),
+        ];
+        let twice = decide(&history);
+        assert_eq!(
+            (twice.score, twice.choice, twice.read_output),
+            (2, Choice::ChangeApproach, true)
+        );
+        let thrice = decide(&[same(), same(), same()]);
+        assert_eq!((thrice.score, thrice.choice), (1, Choice::Stop));
+        let other = decide(&[same(), FailedAttempt::from_output("ld: symbol not found\n")]);
+        assert!(!other.read_output, "{other:?}");
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::verify::parse::Runner;
 
     fn run(failing: &[&str], passed: u32, error: &str) -> FailedAttempt {
         FailedAttempt {
+            output_digest: None,
             run: Some(TestRun {
                 runner: Runner::Plain,
                 passed,
@@ -226,7 +312,9 @@ mod tests {
 
     #[test]
     fn unreadable_output_leaves_the_cap_in_charge() {
-        let v = decide(&[FailedAttempt { run: None }]);
+        let v = decide(&[FailedAttempt::from_output(
+            "Segmentation fault (core dumped)\n",
+        )]);
         assert_eq!((v.score, v.read_output), (3, false));
         assert!(v.reason.contains("fixed cap"), "{}", v.reason);
     }

@@ -77,7 +77,7 @@ CREATE INDEX events_at ON events (at);
     // The call journal in one round trip: the lock first, then the insert, then the read, each
     // statement with a snapshot of its own (so the read sees every event committed before the
     // lock was granted); the lock is held until the caller's transaction ends. Its commit does
-    // not wait for the disk (see ARCHITECTURE.md, "The call journal"): the lock, held through
+    // not wait for the disk (see docs/decisions.md, "The call journal"): the lock, held through
     // the commit, would make every process wait for every flush in turn.
     r"
 CREATE FUNCTION backstop_journal(p_at BIGINT[], p_kind TEXT[], p_subject TEXT[], p_body TEXT[], p_after BIGINT)

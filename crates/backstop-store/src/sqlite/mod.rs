@@ -3,7 +3,7 @@
 //!
 //! The writing connection runs on the caller's thread. A dedicated writer thread fed by a
 //! channel was measured first: two thread wake-ups per attempt cost more than the attempt
-//! itself on this VM (about 3,000 decisions/s against over 10,000; see ARCHITECTURE.md).
+//! itself on this VM (about 3,000 decisions/s against over 10,000; see bench/README.md).
 //!
 //! - `schema`: connection settings and migrations
 //! - `ledger`: one attempt in one transaction (state loaded, the core's change applied)

@@ -158,7 +158,7 @@ CREATE TABLE suppressions (
 ];
 
 /// Opens a connection with the store's settings: WAL, `synchronous = NORMAL` (a commit
-/// survives a crash of the process; see ARCHITECTURE.md), foreign keys, a 5 s busy timeout,
+/// survives a crash of the process; see docs/decisions.md), foreign keys, a 5 s busy timeout,
 /// stable query plans.
 pub fn connect(path: &Path) -> Result<Connection, StoreError> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE

@@ -198,6 +198,7 @@ Exit codes:
   5  the expected score fell below --threshold
   6  the external decider abstained: ask a person
   7  the test command could not run (not found or not executable)
+  8  the attempt command could not run (not found or not executable)
 
 An external decider (--decider URL) gets POST {\"state\": {attempt, max_attempts, tests,
 test_output, previous_failures}, \"questions\": {next_attempt, strategy}} with a fresh
@@ -217,8 +218,10 @@ pub struct LoopArgs {
     /// The most attempts, 1 to 1000.
     #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub max_attempts: u32,
-    /// Stop when the expected score (1 to 5) of the next attempt is below this.
-    #[arg(long, value_name = "SCORE", default_value_t = 2.5, value_parser = parse_threshold)]
+    /// Stop when the expected score (1 to 5) of the next attempt is below this. The default
+    /// stops only on the built-in decider's lowest score (the same failure three times): a
+    /// failure seen twice changes the approach first.
+    #[arg(long, value_name = "SCORE", default_value_t = 1.5, value_parser = parse_threshold)]
     pub threshold: f64,
     /// `builtin` (reads the test output), or the URL of an external decider to POST to
     /// (bearer token from `BACKSTOP_DECIDER_KEY`).

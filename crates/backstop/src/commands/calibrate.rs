@@ -75,12 +75,19 @@ pub fn run(args: &CalibrateArgs, out: &mut impl Write, err: &mut impl Write) -> 
             row.threshold, row.attempts_saved, row.passing_runs_stopped
         )?;
     }
-    match c.best {
-        Some(best) => writeln!(
+    match (c.recommended, c.best) {
+        (Some(best), _) => writeln!(
             out,
-            "best threshold: {best:.1} (the most attempts saved, no passing run stopped)"
+            "recommended threshold: {best:.1} (the most attempts saved, no passing run stopped, over {} runs)",
+            c.runs
         )?,
-        None => writeln!(out, "no threshold stops nothing that later passed")?,
+        (None, Some(best)) => writeln!(
+            out,
+            "no threshold recommended: {} run(s) is too few (at least {}); over these runs alone \
+             {best:.1} would have saved the most without stopping a passing run",
+            c.runs, c.min_runs
+        )?,
+        (None, None) => writeln!(out, "no threshold stops nothing that later passed")?,
     }
     Ok(EXIT_OK)
 }

@@ -35,6 +35,11 @@ pub const EXIT_BELOW_THRESHOLD: u8 = 5;
 pub const EXIT_ABSTAINED: u8 = 6;
 /// The test command could not run at all (not found, not executable).
 pub const EXIT_TEST_COMMAND: u8 = 7;
+/// The attempt command could not run at all (not found, not executable).
+pub const EXIT_ATTEMPT_COMMAND: u8 = 8;
+
+/// How much of a failing attempt command's output the log keeps (its tail, redacted).
+const ATTEMPT_TAIL_CHARS: usize = 2000;
 
 /// The most test output kept per attempt (the tail, where runners print their summary).
 const OUTPUT_CAP: usize = 1 << 20;
@@ -54,6 +59,12 @@ struct Round {
     score: Option<f64>,
     choice: Option<Choice>,
     reason: String,
+    /// The attempt command's exit status, when it ran and did not exit 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    attempt_exit_code: Option<i32>,
+    /// The end of that attempt's output (redacted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    attempt_tail: Option<String>,
     #[serde(skip)]
     output: String,
 }
@@ -134,6 +145,7 @@ enum Ending {
     BelowThreshold,
     Abstained,
     TestCommandFailed,
+    AttemptCommandFailed,
 }
 
 impl Ending {
@@ -145,6 +157,7 @@ impl Ending {
             Ending::BelowThreshold => EXIT_BELOW_THRESHOLD,
             Ending::Abstained => EXIT_ABSTAINED,
             Ending::TestCommandFailed => EXIT_TEST_COMMAND,
+            Ending::AttemptCommandFailed => EXIT_ATTEMPT_COMMAND,
         }
     }
 
@@ -156,6 +169,7 @@ impl Ending {
             Ending::BelowThreshold => "the expected score fell below the threshold",
             Ending::Abstained => "the decider abstained; ask a person",
             Ending::TestCommandFailed => "the test command could not run",
+            Ending::AttemptCommandFailed => "the attempt command could not run",
         }
     }
 }
@@ -194,6 +208,7 @@ pub fn run(args: &LoopArgs, out: &mut impl Write, err: &mut impl Write) -> io::R
         )),
     };
     for attempt in 1..=args.max_attempts {
+        let mut attempt_failure: Option<(Option<i32>, String)> = None;
         if let Some(command) = &args.attempt {
             status(
                 err,
@@ -210,8 +225,37 @@ pub fn run(args: &LoopArgs, out: &mut impl Write, err: &mut impl Write) -> io::R
                 ("BACKSTOP_STRATEGY", strategy.to_owned()),
                 ("BACKSTOP_FAILURE_FILE", failure_file.display().to_string()),
             ];
-            // The attempt's own result does not matter: only the tests decide.
-            let _ = shell(command, &env)?;
+            // Only the tests decide whether the work is done; an attempt that could not run at
+            // all ends the loop, and any other failing attempt is recorded beside its round.
+            let (code, raw) = shell(command, &env)?;
+            if code != Some(0) {
+                let (text, _) = redact(&raw);
+                attempt_failure = Some((code, tail_chars(&text, ATTEMPT_TAIL_CHARS)));
+            }
+            if matches!(code, Some(126 | 127)) {
+                let (code, tail) = attempt_failure.take().unwrap_or_default();
+                let mut r = round(
+                    &run_id,
+                    attempt,
+                    false,
+                    None,
+                    strategy,
+                    None,
+                    (None, None),
+                    format!(
+                        "the attempt command could not run (exit status {}): {}",
+                        code.unwrap_or_default(),
+                        tail.lines().last().unwrap_or("no output")
+                    ),
+                    String::new(),
+                );
+                r.attempt_exit_code = code;
+                r.attempt_tail = Some(tail);
+                rounds.push(r);
+                write_log(log.as_mut(), rounds.last())?;
+                ending = Ending::AttemptCommandFailed;
+                break;
+            }
         }
         status(
             err,
@@ -227,7 +271,7 @@ pub fn run(args: &LoopArgs, out: &mut impl Write, err: &mut impl Write) -> io::R
                 code.unwrap_or_default(),
                 text.lines().last().unwrap_or("no output")
             );
-            rounds.push(round(
+            let mut r = round(
                 &run_id,
                 attempt,
                 false,
@@ -237,12 +281,17 @@ pub fn run(args: &LoopArgs, out: &mut impl Write, err: &mut impl Write) -> io::R
                 (None, None),
                 reason,
                 text,
-            ));
+            );
+            if let Some((code, tail)) = attempt_failure.take() {
+                r.attempt_exit_code = code;
+                r.attempt_tail = Some(tail);
+            }
+            rounds.push(r);
             ending = Ending::TestCommandFailed;
             break;
         }
         if code == Some(0) {
-            rounds.push(round(
+            let mut r = round(
                 &run_id,
                 attempt,
                 true,
@@ -252,7 +301,12 @@ pub fn run(args: &LoopArgs, out: &mut impl Write, err: &mut impl Write) -> io::R
                 (None, None),
                 "the tests passed".to_owned(),
                 text,
-            ));
+            );
+            if let Some((code, tail)) = attempt_failure.take() {
+                r.attempt_exit_code = code;
+                r.attempt_tail = Some(tail);
+            }
+            rounds.push(r);
             write_log(log.as_mut(), rounds.last())?;
             ending = Ending::Passed;
             break;
@@ -268,7 +322,7 @@ pub fn run(args: &LoopArgs, out: &mut impl Write, err: &mut impl Write) -> io::R
         let tests = parsed
             .as_ref()
             .map(|r| format!("{} passed, {} failed", r.passed, r.failed));
-        history.push(FailedAttempt { run: parsed });
+        history.push(FailedAttempt::from_output(&text));
         let judgement = if attempt == args.max_attempts {
             Judgement::builtin(decide(&history))
         } else {
@@ -300,6 +354,10 @@ pub fn run(args: &LoopArgs, out: &mut impl Write, err: &mut impl Write) -> io::R
         );
         if code.is_none() {
             r.reason = format!("the test command was killed by a signal; {}", r.reason);
+        }
+        if let Some((code, tail)) = attempt_failure.take() {
+            r.attempt_exit_code = code;
+            r.attempt_tail = Some(tail);
         }
         rounds.push(r);
         write_log(log.as_mut(), rounds.last())?;
@@ -408,6 +466,8 @@ fn round(
         score,
         choice,
         reason,
+        attempt_exit_code: None,
+        attempt_tail: None,
         output,
     }
 }

@@ -43,7 +43,7 @@ fn a_task_that_passes_on_its_third_attempt_ends_with_0() {
 }
 
 #[test]
-fn the_same_failure_forever_is_stopped_before_the_cap() {
+fn the_same_failure_forever_changes_approach_then_stops_before_the_cap() {
     let dir = TempDir::new("loop-same");
     let test = format!("WORD=apple; {PYTEST_FAIL}");
     let handoff = dir.path().join("handoff");
@@ -51,6 +51,8 @@ fn the_same_failure_forever_is_stopped_before_the_cap() {
         Some(dir.path()),
         &[
             "loop",
+            "--attempt",
+            "echo $BACKSTOP_STRATEGY >> strategies",
             "--test",
             &test,
             "--max-attempts",
@@ -62,9 +64,14 @@ fn the_same_failure_forever_is_stopped_before_the_cap() {
         b"",
     );
     let json = run.json();
-    assert_eq!(run.code, 5, "{json}");
-    assert_eq!(json["ending"], "below_threshold");
-    assert!(rounds(&json) < 6, "stopped before the cap: {json}");
+    // The documented path with the default threshold: a first failure goes on the same way,
+    // the same failure twice changes the approach, three times stops (the decider's stop).
+    assert_eq!(run.code, 4, "{json}");
+    assert_eq!(json["ending"], "decider_stop");
+    assert_eq!(rounds(&json), 3, "stopped before the cap: {json}");
+    assert_eq!(json["rounds"][0]["choice"], "same_approach");
+    assert_eq!(json["rounds"][1]["choice"], "change_approach");
+    assert_eq!(json["rounds"][2]["choice"], "stop");
     assert!(
         json["rounds"][1]["reason"]
             .as_str()
@@ -72,11 +79,131 @@ fn the_same_failure_forever_is_stopped_before_the_cap() {
             .contains("same failure"),
         "{json}"
     );
+    let strategies = fs::read_to_string(dir.path().join("strategies")).unwrap();
+    assert_eq!(
+        strategies,
+        "same_approach\nsame_approach\nchange_approach\n"
+    );
     let md = fs::read_to_string(handoff.join("handoff.md")).unwrap();
     assert!(md.contains("expected apple"), "{md}");
     let report: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(handoff.join("handoff.json")).unwrap()).unwrap();
-    assert_eq!(report["ending"], "below_threshold");
+    assert_eq!(report["ending"], "decider_stop");
+    // A threshold set above the change-approach score stops at the second failure instead.
+    let strict = run_in(
+        Some(dir.path()),
+        &["loop", "--test", &test, "--threshold", "2.5", "--json"],
+        b"",
+    );
+    assert_eq!(strict.code, 5, "{}", strict.stdout);
+    assert_eq!(rounds(&strict.json()), 2);
+}
+
+#[test]
+fn a_collection_error_changes_the_approach_instead_of_stopping() {
+    let dir = TempDir::new("loop-collect");
+    // Broken on the first run (pytest's collection error), then passing.
+    let test = r"if [ -f fixed ]; then exit 0; fi; printf 'ERROR collecting tests/test_app.py
+E   ImportError: cannot import name total
+!!!!!!!! Interrupted: 1 error during collection !!!!!!!!
+==== 1 error in 0.05s ====
+'; exit 2";
+    let run = run_in(
+        Some(dir.path()),
+        &[
+            "loop",
+            "--attempt",
+            "test \"$BACKSTOP_STRATEGY\" = change_approach && touch fixed; true",
+            "--test",
+            test,
+            "--max-attempts",
+            "5",
+            "--json",
+        ],
+        b"",
+    );
+    let json = run.json();
+    assert_eq!(run.code, 0, "{json}");
+    assert_eq!(json["rounds"][0]["choice"], "change_approach", "{json}");
+    assert_eq!(rounds(&json), 2);
+}
+
+#[test]
+fn an_attempt_command_that_cannot_run_stops_with_its_own_exit_code() {
+    let dir = TempDir::new("loop-attempt-missing");
+    let log = dir.path().join("loop.jsonl");
+    let run = run_in(
+        Some(dir.path()),
+        &[
+            "loop",
+            "--attempt",
+            "no-such-agent-backstop",
+            "--test",
+            "false",
+            "--log",
+            arg(&log),
+            "--json",
+        ],
+        b"",
+    );
+    let json = run.json();
+    assert_eq!(run.code, 8, "{json}");
+    assert_eq!(json["ending"], "attempt_command_failed");
+    assert_eq!(rounds(&json), 1, "not five silent rounds: {json}");
+    let line: serde_json::Value =
+        serde_json::from_str(fs::read_to_string(&log).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(line["attempt_exit_code"], 127, "{line}");
+    assert!(
+        line["attempt_tail"].as_str().unwrap().contains("not found"),
+        "{line}"
+    );
+    // An attempt that runs but fails is recorded beside its round, redacted, and the loop goes on.
+    let failing = run_in(
+        Some(dir.path()),
+        &[
+            "loop",
+            "--attempt",
+            "echo token=sk-live-abcdefghijklmnopqrstuvwx; exit 3",
+            "--test",
+            "false",
+            "--max-attempts",
+            "2",
+            "--json",
+        ],
+        b"",
+    );
+    let json = failing.json();
+    assert_eq!(rounds(&json), 2, "{json}");
+    assert_eq!(json["rounds"][0]["attempt_exit_code"], 3, "{json}");
+    let tail = json["rounds"][0]["attempt_tail"].as_str().unwrap();
+    assert!(!tail.contains("sk-live-abcdefghijklmnopqrstuvwx"), "{tail}");
+}
+
+#[test]
+fn the_same_unreadable_output_counts_as_the_same_failure() {
+    let dir = TempDir::new("loop-unreadable");
+    let run = run_in(
+        Some(dir.path()),
+        &[
+            "loop",
+            "--test",
+            "echo 'Segmentation fault at 0x7ffd1234'; exit 139",
+            "--max-attempts",
+            "5",
+            "--json",
+        ],
+        b"",
+    );
+    let json = run.json();
+    assert_eq!(run.code, 4, "{json}");
+    assert_eq!(rounds(&json), 3, "{json}");
+    assert!(
+        json["rounds"][2]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("unreadable"),
+        "{json}"
+    );
 }
 
 #[test]
@@ -205,8 +332,8 @@ fn the_attempt_sees_its_number_strategy_and_the_last_failure() {
     assert_eq!(run.code, 3, "{}", run.stdout);
     let seen = fs::read_to_string(dir.path().join("seen")).unwrap();
     assert_eq!(
-        seen,
-        "1/3 same_approach\n2/3 same_approach\n3/3 same_approach\n"
+        seen, "1/3 same_approach\n2/3 same_approach\n3/3 change_approach\n",
+        "the same unreadable output twice is the same failure: the third changes approach"
     );
     let failure = fs::read_to_string(dir.path().join("last-failure.md")).unwrap();
     assert!(failure.contains("boom"), "{failure}");
@@ -267,6 +394,17 @@ fn calibrate_reads_the_logs_loops_write() {
     let c = calibration.json();
     assert_eq!(c["runs"], 2, "{c}");
     assert!(c["best"].is_number(), "{c}");
+    // Two runs are too few to recommend a threshold: it says so, with the sample size.
+    assert_eq!(c["recommended"], serde_json::Value::Null, "{c}");
+    assert_eq!(c["min_runs"], 10);
+    let human = run_in(None, &["loop", "calibrate", arg(&log)], b"");
+    human.expect_code(0);
+    assert!(human.stdout.contains("2 runs"), "{}", human.stdout);
+    assert!(
+        human.stdout.contains("no threshold recommended"),
+        "{}",
+        human.stdout
+    );
 
     let bad = dir.write("bad.jsonl", "{\"run\": \"r\"}\nnot json\n");
     let refused = run_in(None, &["loop", "calibrate", arg(&bad), "--json"], b"");
