@@ -1,12 +1,13 @@
 //! Who is asking: an API key (`Authorization: Bearer KEY`) names a caller and a role; the key is
 //! compared by its SHA-256, never stored.
 
+use backstop_core::case::RefusalCode;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
+use axum::http::header;
 use axum::http::request::Parts;
-use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -30,8 +31,7 @@ impl Caller {
             Ok(())
         } else {
             Err(ApiError::new(
-                StatusCode::FORBIDDEN,
-                "forbidden",
+                RefusalCode::Forbidden,
                 format!(
                     "only an operator may {what}; caller `{}` is an agent",
                     self.id
@@ -83,8 +83,7 @@ pub async fn authenticate(
                 .map_or_else(|| "unknown".to_owned(), |c| c.0.ip().to_string());
             if let Err(wait) = state.auth_failures.take(&address) {
                 let mut error = ApiError::new(
-                    StatusCode::TOO_MANY_REQUESTS,
-                    "rate_limited",
+                    RefusalCode::RateLimited,
                     format!("too many failed authentications from {address}; retry after {wait} s"),
                 );
                 error.retry_after = Some(wait);
@@ -95,14 +94,12 @@ pub async fn authenticate(
             } else {
                 "send an API key as `Authorization: Bearer KEY`"
             };
-            return ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
-                .into_response();
+            return ApiError::new(RefusalCode::Unauthorized, message).into_response();
         }
     };
     if let Err(wait) = state.limiter.take(&caller.id) {
         let mut error = ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "rate_limited",
+            RefusalCode::RateLimited,
             format!(
                 "caller `{}` is over its request rate; retry after {wait} s",
                 caller.id

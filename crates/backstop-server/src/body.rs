@@ -4,6 +4,7 @@ use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
 use backstop_core::Issue;
+use backstop_core::case::RefusalCode;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -33,14 +34,12 @@ pub async fn raw_body<S: Send + Sync>(request: Request, state: &S) -> Result<Byt
     Bytes::from_request(request, state).await.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "too_large",
+            RefusalCode::TooLarge,
                 "the body is larger than the service accepts (limits.body_bytes, 1 MiB by default)",
             )
         } else {
             ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "malformed",
+            RefusalCode::Malformed,
                 format!("the body could not be read: {rejection}"),
             )
         }

@@ -3,7 +3,7 @@
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use backstop_core::Issue;
-use backstop_core::case::Refusal;
+use backstop_core::case::{Refusal, RefusalCode};
 
 /// A request the service refuses, or a failure of its own.
 #[derive(Debug)]
@@ -17,47 +17,33 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    /// A refusal with this status, code and message.
-    pub fn new(status: StatusCode, code: &str, message: impl Into<String>) -> Self {
-        Self {
-            status,
-            refusal: Box::new(Refusal::new(code, message)),
-            retry_after: None,
-        }
+    /// A refusal with this code (its status beside it, [`RefusalCode::status`]) and message.
+    pub fn new(code: RefusalCode, message: impl Into<String>) -> Self {
+        Self::refused(Refusal::new(code, message))
     }
 
     /// A malformed request: 400 with every issue.
     pub fn malformed(issues: Vec<Issue>) -> Self {
-        Self {
-            status: StatusCode::BAD_REQUEST,
-            refusal: Box::new(Refusal::malformed(issues)),
-            retry_after: None,
-        }
+        Self::refused(Refusal::malformed(issues))
     }
 
-    /// A refusal the core or the store decided, with the status its code maps to.
+    /// A refusal the core or the store made, answered with its code's status.
     pub fn refused(refusal: Refusal) -> Self {
-        let status = match refusal.code() {
-            "malformed" => StatusCode::BAD_REQUEST,
-            "unknown_case" | "unknown_job" | "unknown_review" => StatusCode::NOT_FOUND,
-            "issued_case_limit" => StatusCode::TOO_MANY_REQUESTS,
-            _ => StatusCode::CONFLICT,
-        };
         Self {
-            status,
+            status: StatusCode::from_u16(refusal.code().status())
+                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
             refusal: Box::new(refusal),
             retry_after: None,
         }
     }
 
-    /// A store failure: a busy or unreachable store is 503 `busy` with `Retry-After` (nothing
-    /// was changed; the same request may pass later), anything else [`ApiError::internal`].
+    /// A failed store call: 503 `busy` (with `Retry-After`) when the store says the same call
+    /// may pass later, otherwise a 500 whose cause goes to the log only.
     pub fn store(what: &str, error: &backstop_store::StoreError) -> Self {
         if let backstop_store::StoreError::Busy(detail) = error {
             tracing::warn!(error = %detail, "{what}: the store is busy");
             let mut busy = Self::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "busy",
+                RefusalCode::Busy,
                 "the ledger is busy; nothing was changed: send the same request again shortly",
             );
             busy.retry_after = Some(1);
@@ -66,12 +52,11 @@ impl ApiError {
         Self::internal(what, error)
     }
 
-    /// A failure of the service itself: logged in full, answered without internals.
+    /// A failure of the service's own: logged with its cause, answered 500 without it.
     pub fn internal(what: &str, error: &dyn std::fmt::Display) -> Self {
         tracing::error!(error = %error, "{what}");
         Self::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
+            RefusalCode::Internal,
             "backstop failed to answer; the failure is in its log. Nothing was decided if no \
              result came back: send the same request again with the same execution_id",
         )
@@ -113,12 +98,13 @@ mod tests {
     #[test]
     fn refusal_codes_map_to_their_statuses() {
         for (code, status) in [
-            ("malformed", 400),
-            ("unknown_case", 404),
-            ("attempt_limit_reached", 409),
-            ("execution_id_conflict", 409),
-            ("case_in_review", 409),
-            ("issued_case_limit", 429),
+            (RefusalCode::Malformed, 400),
+            (RefusalCode::UnknownCase, 404),
+            (RefusalCode::AttemptLimitReached, 409),
+            (RefusalCode::ExecutionIdConflict, 409),
+            (RefusalCode::CaseInReview, 409),
+            (RefusalCode::IssuedCaseLimit, 429),
+            (RefusalCode::Busy, 503),
         ] {
             let error = ApiError::refused(Refusal::new(code, "m"));
             assert_eq!(error.status.as_u16(), status, "{code}");

@@ -1,11 +1,11 @@
 //! Per-caller rate limits (a token bucket each) and the request timeout.
 
+use backstop_core::case::RefusalCode;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use axum::extract::{Request, State};
-use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -84,8 +84,7 @@ pub async fn content_length_limit(
     let limit = state.config.limits.body_bytes;
     if declared.is_some_and(|n| n > u64::try_from(limit).unwrap_or(u64::MAX)) {
         let mut refused = ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "too_large",
+            RefusalCode::TooLarge,
             format!(
                 "the body is declared larger than the service accepts ({limit} bytes, \
                  limits.body_bytes); nothing was read"
@@ -148,8 +147,7 @@ pub async fn timeout(State(state): State<Arc<AppState>>, request: Request, next:
         response
     } else {
         let mut error = ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "timeout",
+            RefusalCode::Timeout,
             format!(
                 "the request took longer than {} ms; an attempt may still have been counted, so \
                  send it again with the same execution_id (a resend is never counted twice)",

@@ -12,6 +12,7 @@
 //! them all to the hinter before it answers, so the answer reflects everything any process
 //! recorded before it. Reads catch up the same way first.
 
+use backstop_core::case::RefusalCode;
 use std::sync::mpsc::{self, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -211,8 +212,7 @@ impl From<JournalError> for crate::error::ApiError {
         match error {
             JournalError::Queue(QueueError::Full) => {
                 let mut busy = crate::error::ApiError::new(
-                    axum::http::StatusCode::SERVICE_UNAVAILABLE,
-                    "busy",
+                    RefusalCode::Busy,
                     "too many calls are waiting for the ledger; nothing was counted: send the \
                      same request again later",
                 );

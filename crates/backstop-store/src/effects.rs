@@ -2,7 +2,7 @@
 //! algorithm both backends run inside their transaction to gate a dispatch (the backends only
 //! answer the questions [`EffectsTx`] asks and write what it hands them).
 
-use backstop_core::case::{Refusal, RefusalBody};
+use backstop_core::case::{Refusal, RefusalBody, RefusalCode};
 use backstop_core::effects::{
     DispatchMode, DispatchRequest, DispatchState, GateFacts, GateInput, Recipient, Verdict, gate,
     simulated_because,
@@ -267,17 +267,17 @@ fn blank_answer(recipient: &Recipient, kind: AnswerKind, reason: String) -> Disp
 fn refused_up_front(recipient: &Recipient) -> Option<DispatchAnswer> {
     let (code, issues) = recipient.refused.as_ref()?;
     let message = match *code {
-        "unsafe_value" => {
+        RefusalCode::UnsafeValue => {
             "a value spoken or written to the recipient is a placeholder or reads like an \
              instruction: nothing is sent; fix the values listed and ask again"
         }
-        "unknown_time_zone" => {
+        RefusalCode::UnknownTimeZone => {
             "the recipient's time zone is unknown, so its quiet hours cannot be kept: nothing \
              is sent"
         }
         _ => "the recipient is listed twice: nothing more is sent for its second entry",
     };
-    let mut refusal = Refusal::new(code, message);
+    let mut refusal = Refusal::new(*code, message);
     refusal.error.issues.clone_from(issues);
     let mut refused = blank_answer(recipient, AnswerKind::Refused, message.to_owned());
     refused.error = Some(refusal.error);

@@ -5,6 +5,7 @@
 //! anything runs; otherwise the evidence is judged, the attempt is counted, and the result
 //! says what comes next — with the escalation the pack names for it.
 
+use crate::case::RefusalCode;
 use std::collections::BTreeSet;
 
 use jiff::Timestamp;
@@ -35,7 +36,7 @@ pub fn attempt(pack: &Pack, state: &CaseState, request: &Request, now: Timestamp
             return Attempted::Replay(stored.result.clone());
         }
         return Attempted::Refused(Refusal::new(
-            "execution_id_conflict",
+            RefusalCode::ExecutionIdConflict,
             format!(
                 "execution_id `{}` was already used with a different request; a resend must carry \
                  the same fields and values (key order and spacing do not matter), and a new \
@@ -71,7 +72,7 @@ pub fn attempt(pack: &Pack, state: &CaseState, request: &Request, now: Timestamp
         Some(review) => {
             return Attempted::Refused(
                 Refusal::new(
-                    "case_in_review",
+                    RefusalCode::CaseInReview,
                     format!(
                         "case `{}` is held in lane `{}` for review (item {}); no attempt is \
                          taken until an operator resolves it: escalate with the escalation shown",
@@ -93,7 +94,7 @@ pub fn attempt(pack: &Pack, state: &CaseState, request: &Request, now: Timestamp
     if spent || counted.len() > max as usize {
         return Attempted::Refused(
             Refusal::new(
-                "attempt_limit_reached",
+                RefusalCode::AttemptLimitReached,
                 format!(
                     "case `{}` has no attempts left ({} used in this cycle): stop and escalate \
                      with the escalation shown",
@@ -278,7 +279,7 @@ fn resolve_case(
             let exists = state.case_id.is_some();
             if *issued && !exists {
                 return Err(Box::new(Refusal::new(
-                    "unknown_case",
+                    RefusalCode::UnknownCase,
                     format!(
                         "no case `{id}` was issued to this caller on this job: leave `case` out \
                          of a first request, then send the `case.id` its result returns"
@@ -309,7 +310,7 @@ fn resolve_case(
             }
             if state.issued_last_day >= ISSUED_CASES_PER_DAY {
                 return Err(Box::new(Refusal::new(
-                    "issued_case_limit",
+                    RefusalCode::IssuedCaseLimit,
                     format!(
                         "this caller opened {} cases on this job in the last 24 hours, the most \
                          allowed ({ISSUED_CASES_PER_DAY}); retry an existing case with its \

@@ -13,12 +13,14 @@
 //! - `request_schema`: the request's shape for the OpenAPI document
 //! - `attempt`: limits, progress, escalations, reviews and the result
 //! - `result`: the wire shapes of `PACKS.md`
+//! - `refusal_code`: every refusal code with its HTTP status
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
 mod attempt;
 pub mod identity;
+mod refusal_code;
 mod request;
 #[cfg(feature = "openapi")]
 mod request_schema;
@@ -26,6 +28,7 @@ mod result;
 
 pub use attempt::attempt;
 pub(crate) use attempt::escalation;
+pub use refusal_code::RefusalCode;
 pub use request::{
     CaseLookup, MAX_EXECUTION_ID_CHARS, REQUEST_FIELDS, RelatedRecord, Request, parse_request,
 };

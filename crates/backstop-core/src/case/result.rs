@@ -1,5 +1,6 @@
 //! The wire shapes of `PACKS.md`: the result of an attempt and the one refusal shape.
 
+use super::RefusalCode;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -193,8 +194,8 @@ pub struct Refusal {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RefusalBody {
     /// `malformed`, `attempt_limit_reached`, `issued_case_limit`, `execution_id_conflict`,
-    /// `case_in_review`, `unknown_case`, `unknown_job`.
-    pub code: String,
+    /// `case_in_review`, `unknown_case`, `unknown_job`, ... ([`RefusalCode`]).
+    pub code: RefusalCode,
     /// What happened and what to do, for people and agents.
     pub message: String,
     /// Every issue, each with its path (malformed requests).
@@ -206,10 +207,10 @@ pub struct RefusalBody {
 
 impl Refusal {
     /// A refusal with `code` and `message`.
-    pub fn new(code: &str, message: impl Into<String>) -> Self {
+    pub fn new(code: RefusalCode, message: impl Into<String>) -> Self {
         Self {
             error: RefusalBody {
-                code: code.to_owned(),
+                code,
                 message: message.into(),
                 issues: Vec::new(),
                 escalation: None,
@@ -220,7 +221,7 @@ impl Refusal {
     /// A malformed request: every issue listed; no attempt was used.
     pub fn malformed(issues: Vec<Issue>) -> Self {
         let mut refusal = Self::new(
-            "malformed",
+            RefusalCode::Malformed,
             format!(
                 "the request is malformed ({} issue{}): nothing was decided and no attempt was \
                  used; fix every issue and send it again",
@@ -240,7 +241,7 @@ impl Refusal {
     }
 
     /// The refusal's code.
-    pub fn code(&self) -> &str {
-        &self.error.code
+    pub fn code(&self) -> RefusalCode {
+        self.error.code
     }
 }

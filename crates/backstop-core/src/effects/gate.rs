@@ -6,7 +6,7 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde::{Deserialize, Serialize};
 
-use crate::case::{EscalationView, Trigger, escalation};
+use crate::case::{EscalationView, RefusalCode, Trigger, escalation};
 use crate::pack::{DispatchPolicy, Pack};
 
 /// Where a dispatch stands.
@@ -165,8 +165,8 @@ pub enum Verdict {
     Reconcile,
     /// Refused: escalate.
     Refused {
-        /// `case_terminal`, `case_in_review`, `dispatch_budget_spent`, `unsafe_value`.
-        code: &'static str,
+        /// `case_terminal`, `case_in_review` or `dispatch_budget_spent`.
+        code: RefusalCode,
         /// For people.
         message: String,
         /// The hand-off to make.
@@ -208,14 +208,14 @@ pub fn gate(input: &GateInput<'_>, facts: &GateFacts) -> Verdict {
     }
     if facts.terminal {
         return Verdict::Refused {
-            code: "case_terminal",
+            code: RefusalCode::CaseTerminal,
             message: "the case is decided: nothing more is dispatched for it".to_owned(),
             escalation: None,
         };
     }
     if let Some(lane) = &facts.review_lane {
         return Verdict::Refused {
-            code: "case_in_review",
+            code: RefusalCode::CaseInReview,
             message: format!(
                 "the case is held in `{lane}` for a person: nothing is dispatched until they resolve it"
             ),
@@ -233,7 +233,7 @@ pub fn gate(input: &GateInput<'_>, facts: &GateFacts) -> Verdict {
     }
     if facts.case_sends >= policy.max_per_case {
         return Verdict::Refused {
-            code: "dispatch_budget_spent",
+            code: RefusalCode::DispatchBudgetSpent,
             message: format!(
                 "the case has had {} dispatches, its budget: a person takes over, nothing more is sent",
                 facts.case_sends
@@ -462,7 +462,7 @@ next_step = "Open a ticket."
             Verdict::Refused {
                 code, escalation, ..
             } => {
-                assert_eq!(code, "dispatch_budget_spent");
+                assert_eq!(code, RefusalCode::DispatchBudgetSpent);
                 assert_eq!(escalation.unwrap().trigger, Trigger::AttemptLimit);
             }
             other => panic!("{other:?}"),
@@ -517,7 +517,7 @@ next_step = "Open a ticket."
         let p = pack("");
         let i = input(&p, &zone, "2026-12-02T12:00:00Z");
         let code = |facts: GateFacts| match gate(&i, &facts) {
-            Verdict::Refused { code, .. } => code,
+            Verdict::Refused { code, .. } => code.as_str(),
             Verdict::Suppressed => "suppressed",
             other => panic!("{other:?}"),
         };

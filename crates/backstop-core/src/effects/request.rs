@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use super::key::{batch_key, dispatch_key};
 use super::scan::{placeholder, scan_value};
-use crate::case::{named_case, nul_characters, unknown_fields, wrong};
+use crate::case::{RefusalCode, named_case, nul_characters, unknown_fields, wrong};
 use crate::issue::{Issue, MAX_ID_CHARS, MAX_VALUE_CHARS, check_id, check_length, join_path};
 use crate::pack::{DispatchPolicy, Pack};
 
@@ -54,7 +54,7 @@ pub struct Recipient {
     /// Why it may not be dispatched at all, with the refusal's code: `unsafe_value` (a name
     /// that is a placeholder, an untrusted value that holds one or an injected instruction),
     /// `unknown_time_zone`, or `duplicate_recipient`. Each issue has its path.
-    pub refused: Option<(&'static str, Vec<Issue>)>,
+    pub refused: Option<(RefusalCode, Vec<Issue>)>,
 }
 
 /// Reads a dispatch request for `pack` (which must have a `[dispatch]` table) sent by
@@ -180,7 +180,7 @@ pub fn parse_dispatch(
         if let Some(mut recipient) = read.recipient(fields, &path, &mut issues) {
             if !seen.insert(recipient.id.clone()) {
                 recipient.refused = Some((
-                    "duplicate_recipient",
+                    RefusalCode::DuplicateRecipient,
                     vec![Issue::new(
                         join_path(&path, "id"),
                         "duplicate",
@@ -318,8 +318,10 @@ impl RecipientRead<'_> {
         );
         let unsafe_values = self.unsafe_values(&values, &own, path);
         let refused = match zone_issue {
-            Some(issue) => Some(("unknown_time_zone", vec![issue])),
-            None => (!unsafe_values.is_empty()).then_some(("unsafe_value", unsafe_values)),
+            Some(issue) => Some((RefusalCode::UnknownTimeZone, vec![issue])),
+            None => {
+                (!unsafe_values.is_empty()).then_some((RefusalCode::UnsafeValue, unsafe_values))
+            }
         };
         Some(Recipient {
             id,

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use backstop_core::case::{DecisionResult, ResultStatus, parse_request};
+use backstop_core::case::{DecisionResult, RefusalCode, ResultStatus, parse_request};
 use backstop_core::effects::{Delivery, DispatchState, Target, decision_body, parse_delivery};
 use backstop_core::pack::{Pack, SuppressScope};
 use backstop_store::{DeliveryRecord, DispatchRecord, DispatchUpdate, Reply, Store, StoreError};
@@ -173,8 +173,11 @@ async fn apply_one(state: &AppState, record: &DeliveryRecord) -> Result<Applied,
             )
         }
         Reply::Refused(refusal) => {
-            let code = refusal.code().to_owned();
-            let escalated = matches!(code.as_str(), "attempt_limit_reached" | "case_in_review");
+            let code = refusal.code();
+            let escalated = matches!(
+                code,
+                RefusalCode::AttemptLimitReached | RefusalCode::CaseInReview
+            );
             let update = DispatchUpdate {
                 state: if escalated {
                     DispatchState::Escalated

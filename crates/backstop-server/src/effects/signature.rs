@@ -2,6 +2,7 @@
 //! HMAC-SHA256 of `<t>.<body>` under the source's secret. A timestamp more than five minutes
 //! from now is refused, so a captured delivery cannot be replayed later.
 
+use backstop_core::case::RefusalCode;
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
@@ -23,10 +24,10 @@ pub enum SignatureError {
 
 impl SignatureError {
     /// Its refusal code.
-    pub fn code(self) -> &'static str {
+    pub fn code(self) -> RefusalCode {
         match self {
-            SignatureError::Malformed | SignatureError::Mismatch => "bad_signature",
-            SignatureError::Stale => "stale_signature",
+            SignatureError::Malformed | SignatureError::Mismatch => RefusalCode::BadSignature,
+            SignatureError::Stale => RefusalCode::StaleSignature,
         }
     }
 

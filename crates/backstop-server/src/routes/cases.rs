@@ -1,11 +1,12 @@
 //! The case level: `POST /v1/jobs/{job}/decisions` and `GET /v1/jobs/{job}/cases/{id}`.
 
+use backstop_core::case::RefusalCode;
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
-use axum::http::{StatusCode, header};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use backstop_core::case::{identity::normalize_subject, parse_request};
 use backstop_core::pack::{IdentityMode, Pack};
@@ -38,8 +39,7 @@ pub async fn decide(
         Ok(answer) => answer,
         Err(QueueError::Full) => {
             let mut busy = ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "busy",
+                RefusalCode::Busy,
                 "too many attempts are waiting for the ledger; nothing was counted: send the \
                  same request again later",
             );
@@ -93,8 +93,7 @@ pub async fn show(
     };
     found.map(Json).ok_or_else(|| {
         ApiError::new(
-            StatusCode::NOT_FOUND,
-            "unknown_case",
+            RefusalCode::UnknownCase,
             format!("caller `{}` has no case `{id}` on job `{job}`", caller.id),
         )
     })
@@ -116,8 +115,7 @@ pub(crate) fn pack_for(state: &AppState, job: &str) -> Result<Arc<Pack>, ApiErro
     catalog.packs.get(job).cloned().ok_or_else(|| {
         let jobs: Vec<&str> = catalog.packs.keys().map(String::as_str).collect();
         ApiError::new(
-            StatusCode::NOT_FOUND,
-            "unknown_job",
+            RefusalCode::UnknownJob,
             format!(
                 "no pack is loaded for job `{job}`; loaded: {}",
                 if jobs.is_empty() {

@@ -1,12 +1,12 @@
 //! Side effects: `POST /v1/jobs/{job}/dispatches` (permission, per recipient),
 //! `POST /v1/dispatches/{key}/outcome` (the agent's report) and `GET /v1/dispatches/{key}`.
 
+use backstop_core::case::RefusalCode;
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use backstop_core::effects::{AnswerOutcome, DispatchState, parse_dispatch};
 use backstop_store::{
     AnswerKind, DeliveryRecord, DispatchContext, DispatchRecord, DispatchReply, StoreError,
@@ -39,8 +39,7 @@ pub async fn dispatch(
     let pack = pack_for(&state, &job)?;
     if pack.dispatch.is_none() {
         return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "no_dispatch",
+            RefusalCode::NoDispatch,
             format!("the pack `{job}` has no [dispatch] table: its cases take no side effects"),
         ));
     }
@@ -124,12 +123,8 @@ pub async fn outcome(
     })
     .await
     .map_err(|e| match e {
-        StoreError::NotFound(message) => {
-            ApiError::new(StatusCode::NOT_FOUND, "unknown_dispatch", message)
-        }
-        StoreError::Conflict(message) => {
-            ApiError::new(StatusCode::CONFLICT, "late_outcome", message)
-        }
+        StoreError::NotFound(message) => ApiError::new(RefusalCode::UnknownDispatch, message),
+        StoreError::Conflict(message) => ApiError::new(RefusalCode::LateOutcome, message),
         other => ApiError::store("a dispatch outcome failed", &other),
     })?;
     Ok(Json(record))
@@ -175,8 +170,7 @@ pub async fn show(
         .map(Json)
         .ok_or_else(|| {
             ApiError::new(
-                StatusCode::NOT_FOUND,
-                "unknown_dispatch",
+                RefusalCode::UnknownDispatch,
                 format!("caller `{}` has no dispatch with key `{key}`", caller.id),
             )
         })

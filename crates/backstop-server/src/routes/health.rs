@@ -1,10 +1,11 @@
 //! `GET /healthz`, `GET /readyz` and `GET /metrics`: no key needed.
 
+use backstop_core::case::RefusalCode;
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::header;
 use axum::response::IntoResponse;
 use jiff::Timestamp;
 
@@ -45,11 +46,7 @@ pub async fn readyz(State(state): State<Arc<AppState>>) -> Result<Json<Ready>, A
         .map_err(|e| ApiError::internal("a readiness check failed", &e))?
         .map_err(|e| {
             tracing::error!(error = %e, "the ledger does not answer");
-            ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "not_ready",
-                "the ledger does not answer",
-            )
+            ApiError::new(RefusalCode::NotReady, "the ledger does not answer")
         })?;
     let jobs: Vec<String> = state.catalog().packs.keys().cloned().collect();
     Ok(Json(Ready {

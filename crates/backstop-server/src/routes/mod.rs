@@ -1,10 +1,10 @@
 //! The routes, one module per resource.
 
+use backstop_core::case::RefusalCode;
 use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -69,16 +69,14 @@ pub fn router(state: Arc<AppState>) -> Router {
 
 async fn not_found() -> ApiError {
     ApiError::new(
-        StatusCode::NOT_FOUND,
-        "not_found",
+        RefusalCode::NotFound,
         "no such route; see GET /openapi.json",
     )
 }
 
 async fn method_not_allowed() -> ApiError {
     ApiError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "method_not_allowed",
+        RefusalCode::MethodNotAllowed,
         "this route does not take that method; see GET /openapi.json",
     )
 }

@@ -6,11 +6,12 @@
 //! state. Reads catch up with the journal first. So a breaker opened, a task stopped or a
 //! count spent through one server is what the next answer of any server reflects.
 
+use backstop_core::case::RefusalCode;
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use backstop_core::classify::classify;
 use backstop_core::recover::breaker::BreakerView;
@@ -126,8 +127,7 @@ pub async fn recover(
         }
         Applied::Replayed(step) => Ok(([(REPLAYED_HEADER, "true")], Json(step)).into_response()),
         Applied::Conflict => Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "idempotency_key_conflict",
+            RefusalCode::IdempotencyKeyConflict,
             "this Idempotency-Key came with another request in the last 24 hours; nothing was \
              counted: send the first request again, or this one with a new key",
         )),
@@ -381,8 +381,7 @@ pub async fn grants(
     if !known {
         // Like an unknown job: the request is well formed, the caller is not there.
         return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "unknown_caller",
+            RefusalCode::UnknownCaller,
             format!("no API key speaks for caller `{owner}`, so its tasks can never use a grant"),
         ));
     }

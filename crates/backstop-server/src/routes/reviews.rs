@@ -1,10 +1,10 @@
 //! Review items: `GET /v1/reviews` and `POST /v1/reviews/{id}/resolve` (operators only).
 
+use backstop_core::case::RefusalCode;
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
 use backstop_core::Issue;
 use backstop_store::{Resolution, ReviewFilter, ReviewItem, StoreError};
 use jiff::Timestamp;
@@ -167,16 +167,12 @@ pub async fn resolve(
             }
             Ok(Json(item))
         }
-        Err(StoreError::NotFound(message)) => Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "unknown_review",
-            message,
-        )),
-        Err(StoreError::Conflict(message)) => Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "already_resolved",
-            message,
-        )),
+        Err(StoreError::NotFound(message)) => {
+            Err(ApiError::new(RefusalCode::UnknownReview, message))
+        }
+        Err(StoreError::Conflict(message)) => {
+            Err(ApiError::new(RefusalCode::AlreadyResolved, message))
+        }
         Err(e) => Err(ApiError::store("the ledger failed", &e)),
     }
 }

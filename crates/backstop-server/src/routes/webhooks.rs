@@ -2,12 +2,12 @@
 //! the delivery recorded once per event id (a UNIQUE constraint: a duplicate answers 200 and
 //! changes nothing) and the answer returns at once; the decision is made from the record.
 
+use backstop_core::case::RefusalCode;
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, Request, State};
-use axum::http::StatusCode;
 use backstop_core::Issue;
 use backstop_core::effects::parse_delivery;
 use jiff::Timestamp;
@@ -60,8 +60,7 @@ pub async fn receive(
     };
     let Some(secret) = secret else {
         return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "unknown_source",
+            RefusalCode::UnknownSource,
             format!(
                 "no webhook source `{source}` is configured ([[webhooks]] in the service's config)"
             ),
@@ -79,7 +78,7 @@ pub async fn receive(
         &body,
         Timestamp::now().as_second(),
     )
-    .map_err(|e| ApiError::new(StatusCode::UNAUTHORIZED, e.code(), e.message()))?;
+    .map_err(|e| ApiError::new(e.code(), e.message()))?;
     let value: Value = serde_json::from_slice(&body).map_err(|e| {
         ApiError::malformed(vec![Issue::new(
             "",

@@ -139,7 +139,7 @@ pub fn an_unknown_outcome_is_reconciled_and_a_failed_one_retried_within_the_budg
     let spent = dispatch(store, &pack, &other, at(2000));
     assert_eq!(kinds(&spent), [AnswerKind::Refused]);
     let error = spent.answers[0].error.as_ref().unwrap();
-    assert_eq!(error.code, "dispatch_budget_spent");
+    assert_eq!(error.code.as_str(), "dispatch_budget_spent");
     assert_eq!(error.escalation.as_ref().unwrap().id, "buyer-desk");
     // Another caller has no such dispatch.
     assert!(
@@ -190,7 +190,7 @@ pub fn a_suppressed_contact_and_a_decided_case_are_not_dispatched(store: &dyn St
     assert_eq!(decided.result()["status"], "decided");
     let refused = dispatch(store, &pack, &call("PO-7", "r1", "+15550107"), at(1));
     assert_eq!(
-        refused.answers[0].error.as_ref().unwrap().code,
+        refused.answers[0].error.as_ref().unwrap().code.as_str(),
         "case_terminal"
     );
     assert!(

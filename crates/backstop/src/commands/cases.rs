@@ -1,5 +1,6 @@
 //! `backstop decide` and `backstop cases show`: attempts on a case, on the ledger.
 
+use backstop_core::case::RefusalCode;
 use std::fs;
 use std::io::{self, Read, Write};
 use std::sync::Arc;
@@ -107,7 +108,7 @@ pub fn show(args: &CasesShowArgs, out: &mut impl Write, err: &mut impl Write) ->
         }
         Ok(None) => {
             let refusal = Refusal::new(
-                "unknown_case",
+                RefusalCode::UnknownCase,
                 format!(
                     "caller `{}` has no case `{case_id}` on job `{}`",
                     args.caller, args.job

@@ -2,6 +2,7 @@
 //! ledger, with no service running. A simulated dispatch made here is answered by the
 //! simulator when `backstop reconcile` (or a running `serve`) sweeps it.
 
+use backstop_core::case::RefusalCode;
 use std::io::{self, Read, Write};
 use std::sync::Arc;
 
@@ -77,12 +78,12 @@ pub fn dispatch(
         Ok(request) => request,
         Err(issues) => {
             let code = if pack.dispatch.is_none() {
-                "no_dispatch"
+                RefusalCode::NoDispatch
             } else {
-                "malformed"
+                RefusalCode::Malformed
             };
             let mut refusal = Refusal::malformed(issues);
-            code.clone_into(&mut refusal.error.code);
+            refusal.error.code = code;
             output::json_line(out, &refusal)?;
             return Ok(EXIT_REFUSED);
         }
@@ -136,11 +137,11 @@ pub fn outcome(args: &OutcomeArgs, out: &mut impl Write, err: &mut impl Write) -
             Ok(EXIT_OK)
         }
         Err(StoreError::NotFound(message)) => {
-            output::json_line(out, &Refusal::new("unknown_dispatch", message))?;
+            output::json_line(out, &Refusal::new(RefusalCode::UnknownDispatch, message))?;
             Ok(EXIT_REFUSED)
         }
         Err(StoreError::Conflict(message)) => {
-            output::json_line(out, &Refusal::new("late_outcome", message))?;
+            output::json_line(out, &Refusal::new(RefusalCode::LateOutcome, message))?;
             Ok(EXIT_REFUSED)
         }
         Err(e) => store_failed(&e, err),
@@ -175,7 +176,7 @@ pub fn show(args: &ShowDispatchArgs, out: &mut impl Write, err: &mut impl Write)
         }
         Ok(None) => {
             let refusal = Refusal::new(
-                "unknown_dispatch",
+                RefusalCode::UnknownDispatch,
                 format!("no dispatch has key `{}`", args.key),
             );
             output::json_line(out, &refusal)?;

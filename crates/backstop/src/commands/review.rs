@@ -1,5 +1,6 @@
 //! `backstop review list|resolve` and `backstop purge`.
 
+use backstop_core::case::RefusalCode;
 use std::io::{self, Write};
 
 use backstop_core::Issue;
@@ -79,11 +80,11 @@ pub fn resolve(
             Ok(EXIT_OK)
         }
         Err(StoreError::NotFound(message)) => {
-            output::json_line(out, &Refusal::new("unknown_review", message))?;
+            output::json_line(out, &Refusal::new(RefusalCode::UnknownReview, message))?;
             Ok(EXIT_REFUSED)
         }
         Err(StoreError::Conflict(message)) => {
-            output::json_line(out, &Refusal::new("already_resolved", message))?;
+            output::json_line(out, &Refusal::new(RefusalCode::AlreadyResolved, message))?;
             Ok(EXIT_REFUSED)
         }
         Err(e) => store_failed(&e, err),
