@@ -82,31 +82,18 @@ pub fn document<'a>(packs: impl Iterator<Item = &'a backstop_core::pack::Pack>) 
     let mut jobs = Vec::new();
     for pack in packs {
         jobs.push(pack.job.clone());
-        let mut schema = backstop_core::wire_schema::request_schema(pack);
-        let defs = schema
-            .as_object_mut()
-            .and_then(|o| o.remove("$defs"))
-            .unwrap_or_default();
-        let name = format!("DecisionRequest_{}", pack.job.replace(['-', '.'], "_"));
-        doc["components"]["schemas"][&name] = local_refs(&schema);
-        doc["components"]["schemas"][NUL_FREE] = local_refs(&defs["nul_free"]);
-        let mut operation = template.clone();
-        if let Some(o) = operation.as_object_mut() {
-            o.remove("parameters");
-            o.insert(
-                "operationId".to_owned(),
-                Value::from(format!("decide_{}", pack.job.replace(['-', '.'], "_"))),
-            );
-            o.insert(
-                "summary".to_owned(),
-                Value::from(format!(
-                    "A decision on a `{}` case: {}",
-                    pack.job, pack.title
-                )),
-            );
-        }
-        operation["requestBody"]["content"]["application/json"]["schema"] =
-            serde_json::json!({"$ref": format!("#/components/schemas/{name}")});
+        let slug = pack.job.replace(['-', '.'], "_");
+        let name = format!("DecisionRequest_{slug}");
+        add_component(
+            &mut doc,
+            &name,
+            backstop_core::wire_schema::request_schema(pack),
+        );
+        let mut operation = job_operation(&template, format!("decide_{slug}"), &name);
+        operation["summary"] = Value::from(format!(
+            "A decision on a `{}` case: {}",
+            pack.job, pack.title
+        ));
         doc["paths"][format!("/v1/jobs/{}/decisions", pack.job)] =
             serde_json::json!({"post": operation});
     }
@@ -142,36 +129,47 @@ fn effect_routes(doc: &mut Value, packs: &[&backstop_core::pack::Pack]) {
         paths.remove("/v1/jobs/{job}/dispatches");
     }
     for pack in packs.iter().filter(|p| p.dispatch.is_some()) {
-        let mut schema = backstop_core::wire_schema::dispatch_schema(pack);
-        let defs = schema
-            .as_object_mut()
-            .and_then(|o| o.remove("$defs"))
-            .unwrap_or_default();
-        let name = format!("DispatchRequest_{}", pack.job.replace(['-', '.'], "_"));
-        doc["components"]["schemas"][&name] = local_refs(&schema);
-        doc["components"]["schemas"][NUL_FREE] = local_refs(&defs["nul_free"]);
-        let mut operation = template.clone();
-        if let Some(o) = operation.as_object_mut() {
-            o.remove("parameters");
-            o.insert(
-                "operationId".to_owned(),
-                Value::from(format!("dispatch_{}", pack.job.replace(['-', '.'], "_"))),
-            );
-        }
-        operation["requestBody"]["content"]["application/json"]["schema"] =
-            serde_json::json!({"$ref": format!("#/components/schemas/{name}")});
+        let slug = pack.job.replace(['-', '.'], "_");
+        let name = format!("DispatchRequest_{slug}");
+        add_component(
+            doc,
+            &name,
+            backstop_core::wire_schema::dispatch_schema(pack),
+        );
+        let operation = job_operation(&template, format!("dispatch_{slug}"), &name);
         doc["paths"][format!("/v1/jobs/{}/dispatches", pack.job)] =
             serde_json::json!({"post": operation});
     }
-    let mut delivery = backstop_core::wire_schema::delivery_schema();
-    let defs = delivery
+    add_component(
+        doc,
+        "Delivery",
+        backstop_core::wire_schema::delivery_schema(),
+    );
+    doc["paths"]["/v1/webhooks/{source}"]["post"]["requestBody"]["content"]["application/json"]["schema"] =
+        serde_json::json!({"$ref": "#/components/schemas/Delivery"});
+}
+
+/// Puts `schema` in the components as `name`, with the NUL-free value its `$defs` holds.
+fn add_component(doc: &mut Value, name: &str, mut schema: Value) {
+    let defs = schema
         .as_object_mut()
         .and_then(|o| o.remove("$defs"))
         .unwrap_or_default();
-    doc["components"]["schemas"]["Delivery"] = local_refs(&delivery);
+    doc["components"]["schemas"][name] = local_refs(&schema);
     doc["components"]["schemas"][NUL_FREE] = local_refs(&defs["nul_free"]);
-    doc["paths"]["/v1/webhooks/{source}"]["post"]["requestBody"]["content"]["application/json"]["schema"] =
-        serde_json::json!({"$ref": "#/components/schemas/Delivery"});
+}
+
+/// A route's `template` operation for one job: no `{job}` parameter, its own operation id, and
+/// the component `body` as its request body.
+fn job_operation(template: &Value, operation_id: String, body: &str) -> Value {
+    let mut operation = template.clone();
+    if let Some(o) = operation.as_object_mut() {
+        o.remove("parameters");
+        o.insert("operationId".to_owned(), Value::from(operation_id));
+    }
+    operation["requestBody"]["content"]["application/json"]["schema"] =
+        serde_json::json!({"$ref": format!("#/components/schemas/{body}")});
+    operation
 }
 
 /// A pack schema's `#/$defs/...` references, pointed at the document's components.

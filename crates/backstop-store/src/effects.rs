@@ -4,8 +4,8 @@
 
 use backstop_core::case::{Refusal, RefusalBody, RefusalCode};
 use backstop_core::effects::{
-    DispatchMode, DispatchRequest, DispatchState, GateFacts, GateInput, Recipient, Verdict, gate,
-    simulated_because,
+    DispatchMode, DispatchRequest, DispatchState, GateFacts, GateInput, Recipient, Verdict,
+    asked_fields, gate, simulated_because,
 };
 use backstop_core::pack::{AfterDecision, Pack};
 use jiff::Timestamp;
@@ -453,16 +453,9 @@ fn kept_simulation(pack: &Pack, simulate: &Value) -> Value {
         }
     }
     if let Some(result) = simulate.get("result") {
-        let asked = match result.as_object() {
-            Some(fields) => Value::Object(
-                fields
-                    .iter()
-                    .filter(|(name, _)| pack.question(name).is_some())
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
-            ),
-            None => Value::Null,
-        };
+        let asked = result.as_object().map_or(Value::Null, |fields| {
+            Value::Object(asked_fields(pack, fields))
+        });
         kept.insert("result".to_owned(), asked);
     }
     Value::Object(kept)

@@ -154,6 +154,16 @@ pub fn parse_delivery(body: &Value) -> Result<Delivery, Vec<Issue>> {
     })
 }
 
+/// The fields of a result that `pack` asks (its question keys): the only part of a source's
+/// result that is stored, so no free text a source sends reaches the ledger.
+pub fn asked_fields(pack: &Pack, fields: &Map<String, Value>) -> Map<String, Value> {
+    fields
+        .iter()
+        .filter(|(name, _)| pack.question(name).is_some())
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
 /// The decision request a delivery makes for its dispatch's case: each result field that is
 /// one of the pack's value questions becomes that question's value (a null is no evidence),
 /// with the delivery's confidence and the recipient's status as the envelope. Also returns

@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use backstop_core::case::{DecisionResult, RefusalCode, ResultStatus, parse_request};
-use backstop_core::effects::{Delivery, DispatchState, Target, decision_body, parse_delivery};
+use backstop_core::effects::{
+    Delivery, DispatchState, Target, asked_fields, decision_body, parse_delivery,
+};
 use backstop_core::pack::{Pack, SuppressScope};
 use backstop_store::{DeliveryRecord, DispatchRecord, DispatchUpdate, Reply, Store, StoreError};
 use jiff::Timestamp;
@@ -59,14 +61,11 @@ pub(crate) fn find(
 /// What is kept of a delivery: its ids, status, confidence and failure code, and only the
 /// result fields `pack` asks (nothing else a source sends is stored).
 pub(crate) fn kept(delivery: &Delivery, pack: Option<&Pack>) -> Value {
-    let result = delivery.result.as_ref().map(|fields| {
-        let asked: serde_json::Map<String, Value> = fields
-            .iter()
-            .filter(|(name, _)| pack.is_some_and(|p| p.question(name).is_some()))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        Value::Object(asked)
-    });
+    let result = match (&delivery.result, pack) {
+        (Some(fields), Some(pack)) => Some(Value::Object(asked_fields(pack, fields))),
+        (Some(_), None) => Some(Value::Object(serde_json::Map::new())),
+        (None, _) => None,
+    };
     let (dispatch_key, batch_key, recipient) = match &delivery.target {
         Target::Key(key) => (Some(key.as_str()), None, None),
         Target::Recipient {

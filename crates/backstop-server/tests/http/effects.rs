@@ -73,6 +73,14 @@ fn call(po: &str, contact: &str) -> Value {
     })
 }
 
+/// Dispatches one call and returns its key.
+fn dispatched_key(server: &Server, po: &str, contact: &str) -> String {
+    dispatch(server, &call(po, contact))["answers"][0]["key"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
 fn dispatch(server: &Server, body: &Value) -> Value {
     let answer = server.post(
         "/v1/jobs/po-acknowledgement/dispatches",
@@ -282,10 +290,7 @@ fn a_dispatch_needs_the_pack_live_and_the_key_and_names_are_checked_not_the_temp
 #[test]
 fn a_webhook_delivered_ten_times_applies_once_and_a_late_result_is_a_noop() {
     let server = server(true);
-    let key = dispatch(&server, &call("PO-5", "+15550105"))["answers"][0]["key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let key = dispatched_key(&server, "PO-5", "+15550105");
     let body = json!({"event_id": "evt-5", "dispatch_key": key, "status": "completed",
                       "result": clean_result(), "confidence": 0.93});
     let answers: Vec<Value> = (0..10).map(|_| deliver(&server, &body).json()).collect();
@@ -333,10 +338,7 @@ fn a_webhook_delivered_ten_times_applies_once_and_a_late_result_is_a_noop() {
 #[test]
 fn bad_signatures_stale_ones_and_bad_bodies_are_refused_and_leave_nothing() {
     let server = server(true);
-    let key = dispatch(&server, &call("PO-6", "+15550106"))["answers"][0]["key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let key = dispatched_key(&server, "PO-6", "+15550106");
     let body = json!({"event_id": "evt-6", "dispatch_key": key, "status": "completed", "result": clean_result()}).to_string();
     let unsigned = server.call("POST", "/v1/webhooks/calls", None, Some(&body));
     assert_eq!(
@@ -424,10 +426,7 @@ fn bad_signatures_stale_ones_and_bad_bodies_are_refused_and_leave_nothing() {
 #[test]
 fn a_null_result_is_reconciled_then_escalated_never_redialled_nor_success() {
     let server = server(true);
-    let key = dispatch(&server, &call("PO-7", "+15550107"))["answers"][0]["key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let key = dispatched_key(&server, "PO-7", "+15550107");
     deliver(
         &server,
         &json!({"event_id": "evt-7", "dispatch_key": key, "status": "completed", "result": null, "confidence": 0.9}),
@@ -441,14 +440,7 @@ fn a_null_result_is_reconciled_then_escalated_never_redialled_nor_success() {
         "reconcile"
     );
     // The sweep finds nothing more at the source (no status URL): unknown, so a person takes it.
-    let later = jiff::Timestamp::now() + jiff::SignedDuration::from_hours(1);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let swept = runtime
-        .block_on(backstop_server::effects::sweep_once(&server.state, later))
-        .unwrap();
+    let swept = sweep(&server, 60);
     assert_eq!((swept.due, swept.unknown), (1, 1));
     let view = server
         .get(&format!("/v1/dispatches/{key}"), Some(AGENT_A))
@@ -556,10 +548,7 @@ fn sweep(server: &Server, minutes: i64) -> backstop_server::effects::Swept {
 #[test]
 fn failure_table_create_times_out() {
     let server = server(true);
-    let key = dispatch(&server, &call("PO-10", "+15550110"))["answers"][0]["key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let key = dispatched_key(&server, "PO-10", "+15550110");
     let reported = server.post(
         &format!("/v1/dispatches/{key}/outcome"),
         Some(AGENT_A),
@@ -599,10 +588,7 @@ fn failure_table_webhook_never_arrives() {
         json!({"status": "completed", "confidence": 0.9, "result": clean_result()}),
     );
     let server = server_with_status_url(&url);
-    let key = dispatch(&server, &call("PO-11", "+15550111"))["answers"][0]["key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let key = dispatched_key(&server, "PO-11", "+15550111");
     server.post(
         &format!("/v1/dispatches/{key}/outcome"),
         Some(AGENT_A),
@@ -627,10 +613,7 @@ fn failure_table_webhook_never_arrives() {
 #[test]
 fn failure_table_recipient_never_answered() {
     let server = server(true);
-    let key = dispatch(&server, &call("PO-12", "+15550112"))["answers"][0]["key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let key = dispatched_key(&server, "PO-12", "+15550112");
     deliver(
         &server,
         &json!({"event_id": "evt-12", "dispatch_key": key, "status": "no_answer",
@@ -671,10 +654,7 @@ fn failure_table_recipient_never_answered() {
 #[test]
 fn failure_table_resolved_by_hand_mid_call() {
     let server = server(true);
-    let key = dispatch(&server, &call("PO-13", "+15550113"))["answers"][0]["key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let key = dispatched_key(&server, "PO-13", "+15550113");
     deliver(
         &server,
         &json!({"event_id": "evt-13", "dispatch_key": key, "status": "completed",

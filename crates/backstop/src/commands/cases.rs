@@ -30,24 +30,9 @@ pub fn decide(
     let Some(pack) = pack.filter(|_| issues.is_empty()) else {
         return output::refuse_command(OutputMode::Json, &issues, out, err);
     };
-    let mut body = String::new();
-    if let Err(e) = input.read_to_string(&mut body) {
-        let refusal = Refusal::malformed(vec![Issue::new(
-            "",
-            "unreadable",
-            format!("cannot read the request from stdin: {e}"),
-        )]);
-        output::json_line(out, &refusal)?;
-        return Ok(EXIT_REFUSED);
-    }
-    let value: serde_json::Value = match serde_json::from_str(&body) {
+    let value = match read_request(input) {
         Ok(value) => value,
-        Err(e) => {
-            let refusal = Refusal::malformed(vec![Issue::new(
-                "",
-                "bad_json",
-                format!("the request is not JSON: {e}"),
-            )]);
+        Err(refusal) => {
             output::json_line(out, &refusal)?;
             return Ok(EXIT_REFUSED);
         }
@@ -77,6 +62,25 @@ pub fn decide(
         }
         Err(e) => store_failed(&e, err),
     }
+}
+
+/// The JSON request on stdin, or the malformed refusal to print (unreadable, not JSON).
+pub(crate) fn read_request(input: &mut impl Read) -> Result<serde_json::Value, Box<Refusal>> {
+    let mut body = String::new();
+    input.read_to_string(&mut body).map_err(|e| {
+        Box::new(Refusal::malformed(vec![Issue::new(
+            "",
+            "unreadable",
+            format!("cannot read the request from stdin: {e}"),
+        )]))
+    })?;
+    serde_json::from_str(&body).map_err(|e| {
+        Box::new(Refusal::malformed(vec![Issue::new(
+            "",
+            "bad_json",
+            format!("the request is not JSON: {e}"),
+        )]))
+    })
 }
 
 /// Prints one case as JSON.

@@ -6,37 +6,17 @@ use backstop_core::case::RefusalCode;
 use std::io::{self, Read, Write};
 use std::sync::Arc;
 
-use backstop_core::Issue;
 use backstop_core::case::Refusal;
 use backstop_core::effects::{DispatchState, parse_dispatch};
 use backstop_server::Config;
 use backstop_store::{DispatchContext, StoreError};
 use serde_json::{Value, json};
 
-use super::cases::{check_caller, load_pack, open, store_failed};
+use super::cases::{check_caller, load_pack, open, read_request, store_failed};
 use super::{EXIT_OK, EXIT_REFUSED};
 use crate::cli::{DispatchArgs, KeyArgs, OutcomeArgs, OutcomeFlag, ShowDispatchArgs};
 use crate::output;
 use crate::settings::{OutputMode, resolve_now};
-
-/// The request on stdin: its JSON, or the refusal to print.
-fn read_request(input: &mut impl Read) -> Result<Value, Box<Refusal>> {
-    let mut body = String::new();
-    input.read_to_string(&mut body).map_err(|e| {
-        Box::new(Refusal::malformed(vec![Issue::new(
-            "",
-            "unreadable",
-            format!("cannot read the request from stdin: {e}"),
-        )]))
-    })?;
-    serde_json::from_str(&body).map_err(|e| {
-        Box::new(Refusal::malformed(vec![Issue::new(
-            "",
-            "bad_json",
-            format!("the request is not JSON: {e}"),
-        )]))
-    })
-}
 
 fn zone_known(zone: &str) -> bool {
     jiff::tz::TimeZone::get(zone).is_ok()
