@@ -13,6 +13,7 @@
 //! | [`judge`] | evidence judged per question, then the pack's rules: decided, held or undecided |
 //! | [`effects`] | side effects: dispatches gated and keyed by content, delivered results, the simulator |
 //! | [`recover`] | strategies, backoff, breakers, budgets: the next step after a failure |
+//! | [`notify`] | notifications for people: payloads, stable ids, the delivery schedule |
 //! | [`verify`] | verified retry: test output read, failure signatures, secrets redacted |
 //! | [`issue`] | one problem in an input, with its path; validators return all of them |
 //! | [`codes`] | gRPC status code and signal name tables |
@@ -26,6 +27,7 @@ pub mod codes;
 pub mod effects;
 pub mod issue;
 pub mod judge;
+pub mod notify;
 pub mod pack;
 pub mod recover;
 pub mod report;

@@ -14,6 +14,7 @@
 //! - `openapi`: `/openapi.json`, derived from the handlers' types
 //! - `openapi_constraints`: the lengths, patterns and ranges the handlers enforce, on the document
 //! - `effects`: side effects: deliveries decided, the reconciliation sweep, the simulator
+//! - `notify`: notifications for people: targets subscribed, the outbox delivered, signed
 //! - `routes`: one module per resource
 #![deny(missing_docs)]
 
@@ -30,6 +31,7 @@ pub mod error;
 pub mod journal;
 pub mod limits;
 pub mod metrics;
+pub mod notify;
 pub mod openapi;
 mod openapi_constraints;
 pub mod queue;
@@ -41,7 +43,8 @@ pub use config::Config;
 pub use routes::router;
 pub use state::AppState;
 
-/// Serves `state` on `listener` until `shutdown` completes; requests in flight finish first.
+/// Serves `state` on `listener` until `shutdown` completes; requests in flight finish first,
+/// then the notification worker stops.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: Arc<AppState>,
@@ -56,5 +59,10 @@ pub async fn serve(
         idle: limits.idle_timeout,
         max_open: limits.max_connections,
     };
-    connection::serve(listener, router(state), connections, shutdown).await
+    let notifier = notify::Notifier::start(&state);
+    let served = connection::serve(listener, router(state), connections, shutdown).await;
+    if let Some(notifier) = notifier {
+        notifier.stop().await;
+    }
+    served
 }

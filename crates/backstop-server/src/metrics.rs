@@ -23,6 +23,7 @@ struct Counters {
     escalations: BTreeMap<String, u64>,
     dispatches: BTreeMap<String, u64>,
     deliveries: BTreeMap<&'static str, u64>,
+    notifications: BTreeMap<(String, &'static str), u64>,
     store_buckets: [u64; BUCKETS.len()],
     store_count: u64,
     store_sum: f64,
@@ -72,6 +73,16 @@ impl Metrics {
     pub fn delivery(&self, recorded: bool) {
         let kind = if recorded { "recorded" } else { "duplicate" };
         self.with(|c| *c.deliveries.entry(kind).or_default() += 1);
+    }
+
+    /// One notification try to `target`: `delivered`, `retried` (it failed and is tried
+    /// again) or `failed` (it failed and is given up).
+    pub fn notification(&self, target: &str, outcome: &'static str) {
+        self.with(|c| {
+            *c.notifications
+                .entry((target.to_owned(), outcome))
+                .or_default() += 1;
+        });
     }
 
     /// One store call's time.
@@ -142,6 +153,19 @@ impl Metrics {
         let _ = writeln!(out, "# TYPE backstop_deliveries_total counter");
         for (kind, n) in &c.deliveries {
             let _ = writeln!(out, "backstop_deliveries_total{{kind=\"{kind}\"}} {n}");
+        }
+        let _ = writeln!(
+            out,
+            "# HELP backstop_notifications_total Notification tries, by target and outcome \
+             (delivered, retried, failed)."
+        );
+        let _ = writeln!(out, "# TYPE backstop_notifications_total counter");
+        for ((target, outcome), n) in &c.notifications {
+            let target = escape(target);
+            let _ = writeln!(
+                out,
+                "backstop_notifications_total{{target=\"{target}\",outcome=\"{outcome}\"}} {n}"
+            );
         }
         let _ = writeln!(
             out,

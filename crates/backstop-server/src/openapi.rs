@@ -12,7 +12,7 @@ use serde_json::Value;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{cases, classify, dispatches, health, recover, reviews, tasks, webhooks};
+use crate::routes::{cases, classify, dispatches, health, jobs, recover, reviews, tasks, webhooks};
 
 /// The service's OpenAPI document.
 #[derive(Debug, OpenApi)]
@@ -26,6 +26,8 @@ use crate::routes::{cases, classify, dispatches, health, recover, reviews, tasks
         recover::grants,
         tasks::show,
         tasks::reset,
+        jobs::list,
+        jobs::show,
         cases::decide,
         cases::show,
         dispatches::dispatch,
@@ -112,11 +114,13 @@ pub fn document<'a>(packs: impl Iterator<Item = &'a backstop_core::pack::Pack>) 
             schemas.remove(generic);
         }
     }
-    if let Some(job) = doc["paths"]["/v1/jobs/{job}/cases/{id}"]["get"]["parameters"]
-        .as_array_mut()
-        .and_then(|p| p.iter_mut().find(|p| p["name"] == "job"))
-    {
-        job["schema"] = serde_json::json!({"type": "string", "enum": jobs});
+    for route in ["/v1/jobs/{job}/cases/{id}", "/v1/jobs/{job}"] {
+        if let Some(job) = doc["paths"][route]["get"]["parameters"]
+            .as_array_mut()
+            .and_then(|p| p.iter_mut().find(|p| p["name"] == "job"))
+        {
+            job["schema"] = serde_json::json!({"type": "string", "enum": &jobs});
+        }
     }
     doc
 }

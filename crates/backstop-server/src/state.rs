@@ -79,6 +79,8 @@ impl AppState {
                 position = entry.id;
             }
         }
+        // This server's [[notify]] targets become the ledger's from here on.
+        crate::notify::subscribe(store.as_ref(), &config.notify.targets, now)?;
         let hinter = calls;
         let hinter = Arc::new(Mutex::new(hinter));
         let attempts = AttemptQueue::start(Arc::clone(&store), Arc::clone(&hinter), position)

@@ -7,6 +7,7 @@ use backstop_core::effects::{
     DispatchMode, DispatchRequest, DispatchState, GateFacts, GateInput, Recipient, Verdict,
     asked_fields, gate, simulated_because,
 };
+use backstop_core::notify::{CaseRef, Notice};
 use backstop_core::pack::{AfterDecision, Pack};
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
@@ -220,6 +221,8 @@ pub(crate) trait EffectsTx {
     ) -> Result<bool, StoreError>;
     /// Stores a new dispatch, or (a failed one sent again) replaces it.
     fn put(&mut self, record: &DispatchRecord) -> Result<(), StoreError>;
+    /// Enqueues the notification a refused recipient calls for, in this transaction.
+    fn notify(&mut self, notice: &Notice, now: Timestamp) -> Result<(), StoreError>;
 }
 
 /// Gates every recipient of `request`, persisting each one that goes out (live or to the
@@ -386,6 +389,22 @@ fn gate_one(
             message,
             escalation,
         } => {
+            let case = CaseRef {
+                caller,
+                job: &pack.job,
+                case_id: &recipient.case_id,
+            };
+            let notice = Notice::for_dispatch_refusal(
+                case,
+                cycle,
+                &recipient.id,
+                code,
+                escalation.as_ref(),
+                now,
+            );
+            if let Some(notice) = notice {
+                tx.notify(&notice, now)?;
+            }
             let refusal = Refusal::new(code, message).with_escalation(escalation);
             let mut a = blank_answer(
                 recipient,

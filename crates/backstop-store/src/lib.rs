@@ -20,6 +20,7 @@ use serde::Serialize;
 
 mod codec;
 mod effects;
+mod notify;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(test)]
@@ -44,6 +45,7 @@ pub use effects::{
     AnswerKind, DeliveryRecord, DispatchAnswer, DispatchContext, DispatchFilter, DispatchRecord,
     DispatchReply, DispatchUpdate,
 };
+pub use notify::{NotificationFilter, NotificationRecord, NotifyOutcome, Subscription};
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
@@ -127,7 +129,8 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     ) -> Result<ReviewItem, StoreError>;
 
     /// Deletes attempt records (with their stored results), call events, review items
-    /// resolved before `before`, and cases with nothing left.
+    /// resolved before `before`, notifications finished or enqueued before it, and cases
+    /// with nothing left.
     fn purge(&self, before: Timestamp) -> Result<Purged, StoreError>;
 
     /// Appends call-level events (a failure's step, an outcome, a grant), in order, to the
@@ -248,6 +251,43 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         reason: &str,
         now: Timestamp,
     ) -> Result<(), StoreError>;
+
+    /// Replaces the ledger's notification subscriptions (which targets each kind of event is
+    /// enqueued for, from the next transaction on), and gives up the pending notifications of
+    /// any target no longer subscribed: how many were given up.
+    fn subscribe_notifications(
+        &self,
+        subscriptions: &[Subscription],
+        now: Timestamp,
+    ) -> Result<u64, StoreError>;
+
+    /// Claims up to `limit` notifications of `target` due by `now`, oldest due first, under
+    /// the token `claim`: none of them is due again, to anyone, before `now + lease`.
+    fn claim_notifications(
+        &self,
+        target: &str,
+        claim: &str,
+        now: Timestamp,
+        lease: SignedDuration,
+        limit: u32,
+    ) -> Result<Vec<NotificationRecord>, StoreError>;
+
+    /// Records what a claimed try came to; `false` (nothing changed) when the claim was lost
+    /// (its lease passed and another worker claimed it) or the notification is done.
+    fn finish_notification(
+        &self,
+        id: &str,
+        target: &str,
+        claim: &str,
+        outcome: &NotifyOutcome,
+        now: Timestamp,
+    ) -> Result<bool, StoreError>;
+
+    /// Notifications, newest first.
+    fn notifications(
+        &self,
+        filter: &NotificationFilter,
+    ) -> Result<Vec<NotificationRecord>, StoreError>;
 }
 
 /// A call-level event and its position in the journal (positions only grow, even across a
@@ -422,6 +462,8 @@ pub struct Purged {
     pub dispatches: u64,
     /// Deliveries received before the cutoff.
     pub deliveries: u64,
+    /// Notifications delivered or given up before the cutoff, or enqueued before it.
+    pub notifications: u64,
 }
 
 /// Why a store call failed.

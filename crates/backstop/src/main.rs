@@ -101,6 +101,9 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Pack(cli::PackCommand::Schema(args)) => {
             commands::pack::schema(&args, &mut out, &mut err)?
         }
+        Command::Pack(cli::PackCommand::Brief(args)) => {
+            commands::pack::brief(&args, &mut out, &mut err)?
+        }
         Command::Dispatch(args) => match &args.command {
             Some(cli::DispatchCommand::Outcome(outcome)) => {
                 commands::dispatch::outcome(outcome, &mut out, &mut err)?
@@ -133,6 +136,9 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             commands::review::resolve(&args, &mut out, &mut err)?
         }
         Command::Purge(args) => commands::review::purge(&args, &mut out, &mut err)?,
+        Command::Notify(cli::NotifyCommand::List(args)) => {
+            commands::notify::list(&args, &mut out, &mut err)?
+        }
         Command::Task(cli::TaskCommand::Show(args)) => {
             commands::task::show(&args, &mut out, &mut err)?
         }

@@ -142,3 +142,63 @@ pub fn step_human(out: &mut impl Write, step: &Step) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// Writes a job's brief for a person.
+pub fn brief_human(out: &mut impl Write, brief: &backstop_core::pack::JobBrief) -> io::Result<()> {
+    writeln!(out, "{} — {}", brief.job, brief.title)?;
+    writeln!(
+        out,
+        "\nThe case ({} identity, compared {}): {}",
+        brief.identity.mode, brief.identity.match_rule, brief.identity.how
+    )?;
+    writeln!(out, "\nQuestions:")?;
+    for q in &brief.questions {
+        let need = if q.required { "required" } else { "optional" };
+        writeln!(out, "  {} ({need}, {}): {}", q.key, q.judge, q.text)?;
+        for a in &q.answers {
+            writeln!(out, "    - {}: {}", a.value, a.means)?;
+        }
+        writeln!(out, "    send: {}", q.fix)?;
+        writeln!(out, "    look in: {}", q.where_to_look)?;
+        if let Some(unknown) = &q.on_unknown {
+            writeln!(out, "    `unknown`: {unknown}")?;
+        }
+    }
+    if !brief.related.is_empty() {
+        writeln!(out, "\nRelated records:")?;
+        for r in &brief.related {
+            let need = if r.required { "required" } else { "optional" };
+            writeln!(out, "  {} ({need}): send related.{}.id", r.kind, r.kind)?;
+        }
+    }
+    if !brief.required_fields.is_empty() {
+        writeln!(
+            out,
+            "\nEvery request also sends: {}",
+            brief.required_fields.join(", ")
+        )?;
+    }
+    writeln!(
+        out,
+        "\nAttempts: {} per {} (one more when an attempt shows progress); then {}",
+        brief.attempts.max, brief.attempts.window, brief.attempts.escalate
+    )?;
+    writeln!(
+        out,
+        "While unresolved: {} (escalation {})",
+        brief.unresolved.next_step, brief.unresolved.escalate
+    )?;
+    writeln!(out, "\nOutcomes:")?;
+    for o in &brief.outcomes {
+        writeln!(out, "  {} ({}): {}", o.id, o.kind, o.next_step)?;
+    }
+    writeln!(out, "\nEscalations:")?;
+    for e in &brief.escalations {
+        writeln!(
+            out,
+            "  {} → {}: {} Next: {}",
+            e.id, e.to, e.why, e.next_step
+        )?;
+    }
+    Ok(())
+}

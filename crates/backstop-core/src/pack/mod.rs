@@ -7,6 +7,7 @@
 //!
 //! - `read`: small readers for TOML tables that record wrong types and unknown keys
 //! - `parse`: the pack's structure, table by table
+//! - `brief`: what an agent needs from a pack, without what would let it steer the judgement
 //! - `validate`: what one part of a pack says about another (rules, outcomes, escalations)
 
 use std::collections::BTreeMap;
@@ -16,6 +17,7 @@ use regex::Regex;
 
 use crate::issue::Issue;
 
+pub mod brief;
 mod dispatch;
 mod envelope;
 mod parse;
@@ -23,6 +25,7 @@ mod read;
 mod typed;
 mod validate;
 
+pub use brief::{JobBrief, JobSummary, brief};
 pub use dispatch::{DEFAULT_MAX_PER_CASE, DispatchPolicy, QuietHours, SuppressScope};
 pub use envelope::{
     AfterDecision, Envelope, EnvelopeField, MISSING_FIELDS_LANE, OnUnknown, SourceAction,

@@ -14,10 +14,13 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:7600";
 pub const DEFAULT_DB: &str = "./backstop.db";
 
 mod effects;
+mod notify;
 
 pub use effects::{EffectsConfig, MIN_SECRET_CHARS, SIMULATOR_SOURCE, WebhookSource};
+pub use notify::{NotifyConfig, NotifyTarget};
 
-const TOP_KEYS: [&str; 10] = [
+const TOP_KEYS: [&str; 11] = [
+    "notify",
     "dispatch",
     "webhooks",
     "simulator",
@@ -61,6 +64,8 @@ pub struct Config {
     pub keys: Vec<ApiKey>,
     /// Side effects: the live key, webhook sources, the simulator, the sweep.
     pub effects: EffectsConfig,
+    /// Notifications for people: `[[notify]]` targets and their delivery.
+    pub notify: NotifyConfig,
 }
 
 /// Request limits.
@@ -129,6 +134,7 @@ impl Default for Config {
             limits: Limits::default(),
             keys: Vec::new(),
             effects: EffectsConfig::default(),
+            notify: NotifyConfig::default(),
         }
     }
 }
@@ -200,6 +206,7 @@ impl Config {
             config.keys = keys(value, &mut issues);
         }
         config.effects = effects::parse(&table, &mut issues);
+        config.notify = notify::parse(&table, &mut issues);
         (config, issues)
     }
 }

@@ -18,6 +18,7 @@ pub mod cases;
 pub mod classify;
 pub mod dispatches;
 pub mod health;
+pub mod jobs;
 pub mod recover;
 pub mod reviews;
 pub mod tasks;
@@ -34,6 +35,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/grants", post(recover::grants))
         .route("/v1/tasks/{task}", get(tasks::show))
         .route("/v1/tasks/{task}/reset", post(tasks::reset))
+        .route("/v1/jobs", get(jobs::list))
+        .route("/v1/jobs/{job}", get(jobs::show))
         .route("/v1/jobs/{job}/decisions", post(cases::decide))
         .route("/v1/jobs/{job}/cases/{id}", get(cases::show))
         .route("/v1/jobs/{job}/dispatches", post(dispatches::dispatch))

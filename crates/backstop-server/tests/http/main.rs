@@ -1,7 +1,8 @@
 //! The service over a real socket: every route, every refusal, the auth boundaries.
 //!
 //! Each test starts its own server on `127.0.0.1:0` with a fresh ledger, on a runtime of its
-//! own, and talks to it with a blocking HTTP client; `fleet` starts two on one ledger.
+//! own, and talks to it with a blocking HTTP client; `fleet` starts two on one ledger. `notify`
+//! posts to a `receiver` of its own (a tiny HTTP server on port 0).
 
 mod auth;
 mod busy;
@@ -12,8 +13,11 @@ mod connections;
 mod effects;
 mod fleet;
 mod idempotency;
+mod jobs;
 mod limits;
+mod notify;
 mod openapi;
+mod receiver;
 mod strategies;
 mod support;
 mod tasks;

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use crate::support::{AGENT_A, Answer, OPERATOR, Server, start, vendor};
 
 /// Every route the router serves.
-const ROUTES: [(&str, &str); 18] = [
+const ROUTES: [(&str, &str); 20] = [
     ("post", "/v1/classify"),
     ("post", "/v1/recover"),
     ("post", "/v1/outcomes"),
@@ -13,6 +13,8 @@ const ROUTES: [(&str, &str); 18] = [
     ("post", "/v1/grants"),
     ("get", "/v1/tasks/{task}"),
     ("post", "/v1/tasks/{task}/reset"),
+    ("get", "/v1/jobs"),
+    ("get", "/v1/jobs/{job}"),
     ("get", "/v1/jobs/{job}/cases/{id}"),
     ("get", "/v1/reviews"),
     ("post", "/v1/reviews/{id}/resolve"),

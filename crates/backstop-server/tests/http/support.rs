@@ -124,6 +124,7 @@ pub fn start_with(change: impl FnOnce(&mut Config)) -> Server {
             key(OPERATOR, "dana", Role::Operator),
         ],
         effects: backstop_server::config::EffectsConfig::default(),
+        notify: backstop_server::config::NotifyConfig::default(),
     };
     change(&mut config);
     start_config(config, None, dir)

@@ -144,6 +144,14 @@ impl EffectsTx for Tx<'_, '_> {
     fn put(&mut self, record: &DispatchRecord) -> Result<(), StoreError> {
         put_in(self.0, record)
     }
+
+    fn notify(
+        &mut self,
+        notice: &backstop_core::notify::Notice,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        super::notify::enqueue(self.0, std::slice::from_ref(notice), now)
+    }
 }
 
 pub fn dispatch(

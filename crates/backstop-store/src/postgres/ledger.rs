@@ -8,9 +8,12 @@ use backstop_core::pack::Pack;
 use jiff::{SignedDuration, Timestamp};
 use postgres::{Client, GenericClient, Row, Transaction};
 
+use super::notify::enqueue;
 use super::{int, uint};
 use crate::codec::{from_json, from_word, timestamp, to_json, word};
+use crate::notify::refusal_notice;
 use crate::{Reply, StoreError};
+use backstop_core::notify::{CaseRef, Notice};
 
 /// How far back an issued-mode first request looks, and issued cases are counted.
 const ISSUED_LOOKBACK: SignedDuration = SignedDuration::from_hours(24);
@@ -41,9 +44,23 @@ pub fn decide(
     let (state, cycle) = load(&mut tx, job, caller, request, case_id.as_deref(), now)?;
     match attempt(pack, &state, request, now) {
         Attempted::Replay(stored) => Ok(Reply::Replayed(stored)),
-        Attempted::Refused(refusal) => Ok(Reply::Refused(refusal)),
+        Attempted::Refused(refusal) => {
+            // A refusal changes no case; only the attempt limit's notification is kept.
+            if let Some(notice) = refusal_notice(job, caller, &state, &refusal, now) {
+                enqueue(&mut tx, &[notice], now)?;
+                tx.commit()?;
+            }
+            Ok(Reply::Refused(refusal))
+        }
         Attempted::Counted { result, change } => {
-            apply(&mut tx, job, caller, &change, cycle, now)?;
+            let review = apply(&mut tx, job, caller, &change, cycle, now)?;
+            let case = CaseRef {
+                caller,
+                job,
+                case_id: &change.case_id,
+            };
+            let notices = Notice::for_attempt(case, &request.execution_id, &result, review, now);
+            enqueue(&mut tx, &notices, now)?;
             tx.commit()?;
             Ok(Reply::Counted(result))
         }
@@ -219,6 +236,7 @@ fn attempt_row(row: &Row) -> Result<(u32, AttemptRecord), StoreError> {
     Ok((uint(row.get(0))?, record))
 }
 
+/// Stores what the core decided; the id of the review item it opened, if any.
 fn apply(
     tx: &mut Transaction<'_>,
     job: &str,
@@ -226,7 +244,7 @@ fn apply(
     change: &Change,
     cycle: u32,
     now: Timestamp,
-) -> Result<(), StoreError> {
+) -> Result<Option<i64>, StoreError> {
     let at = now.as_millisecond();
     let case_id = &change.case_id;
     if let Some(new) = &change.open_case {
@@ -269,11 +287,12 @@ fn apply(
          WHERE caller = $1 AND job = $2 AND case_id = $3",
         &[&caller, &job, case_id, &at, &i64::from(change.end_cycle)],
     )?;
+    let mut opened = None;
     if let Some(review) = &change.open_review {
-        tx.execute(
+        let row = tx.query_one(
             "INSERT INTO reviews (caller, job, case_id, lane, escalation, reason, opened_at,
                                   retry_allowed)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
             &[
                 &caller,
                 &job,
@@ -285,6 +304,7 @@ fn apply(
                 &review.retry_allowed,
             ],
         )?;
+        opened = Some(row.get(0));
     }
     if let Some(id) = change.use_review_retry {
         tx.execute("UPDATE reviews SET retry_used = TRUE WHERE id = $1", &[&id])?;
@@ -297,5 +317,5 @@ fn apply(
             &[&id, &at, &record.outcome],
         )?;
     }
-    Ok(())
+    Ok(opened)
 }

@@ -10,6 +10,8 @@
 //! - `schema`: migrations, recorded in `backstop_schema`
 //! - `ledger`: one attempt in one transaction
 //! - `queries`: cases, review items, events, the purge
+//! - `notify`: the notification outbox: enqueued in each event's transaction, claimed with
+//!   `SKIP LOCKED`, finished
 
 use std::sync::{Arc, Mutex};
 
@@ -22,12 +24,14 @@ use backstop_core::effects::{DispatchRequest, DispatchState};
 
 use crate::{
     CallEvent, CaseRecord, DeliveryRecord, DispatchContext, DispatchFilter, DispatchRecord,
-    DispatchReply, DispatchUpdate, JournalEntry, Purged, Reply, Resolution, ReviewFilter,
-    ReviewItem, Store, StoreError, TaskEscalation,
+    DispatchReply, DispatchUpdate, JournalEntry, NotificationFilter, NotificationRecord,
+    NotifyOutcome, Purged, Reply, Resolution, ReviewFilter, ReviewItem, Store, StoreError,
+    Subscription, TaskEscalation,
 };
 
 mod effects;
 mod ledger;
+mod notify;
 mod queries;
 mod schema;
 
@@ -253,6 +257,43 @@ impl Store for PostgresStore {
         now: Timestamp,
     ) -> Result<(), StoreError> {
         self.side(|c| effects::suppress(c, caller, job, contact, case_id, reason, now))
+    }
+
+    fn subscribe_notifications(
+        &self,
+        subscriptions: &[Subscription],
+        now: Timestamp,
+    ) -> Result<u64, StoreError> {
+        self.side(|c| notify::subscribe(c, subscriptions, now))
+    }
+
+    fn claim_notifications(
+        &self,
+        target: &str,
+        claim: &str,
+        now: Timestamp,
+        lease: jiff::SignedDuration,
+        limit: u32,
+    ) -> Result<Vec<NotificationRecord>, StoreError> {
+        self.side(|c| notify::claim(c, target, claim, now, lease, limit))
+    }
+
+    fn finish_notification(
+        &self,
+        id: &str,
+        target: &str,
+        claim: &str,
+        outcome: &NotifyOutcome,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.side(|c| notify::finish(c, id, target, claim, outcome, now))
+    }
+
+    fn notifications(
+        &self,
+        filter: &NotificationFilter,
+    ) -> Result<Vec<NotificationRecord>, StoreError> {
+        self.side(|c| notify::list(c, filter))
     }
 }
 

@@ -6,10 +6,12 @@ use postgres::{Client, Row, Statement};
 use super::ledger::attempts;
 use super::uint;
 use crate::codec::timestamp;
+use crate::notify::task_failure;
 use crate::{
     CallEvent, CaseRecord, CycleAttempt, JournalEntry, Purged, Resolution, ResolvedBy,
     ReviewFilter, ReviewItem, StoreError, TaskEscalation,
 };
+use backstop_core::notify::Notice;
 
 const REVIEW_COLUMNS: &str = "id, caller, job, case_id, lane, escalation, reason, opened_at, \
     retry_allowed, retry_used, resolved_at, resolved_by, decision, note, kind, detail";
@@ -138,6 +140,7 @@ pub fn purge(client: &mut Client, before: Timestamp) -> Result<Purged, StoreErro
     let events = tx.execute("DELETE FROM events WHERE at < $1", &[&cutoff])?;
     let dispatches = tx.execute("DELETE FROM dispatches WHERE updated_at < $1", &[&cutoff])?;
     let deliveries = tx.execute("DELETE FROM deliveries WHERE received_at < $1", &[&cutoff])?;
+    let notifications = super::notify::purge(&mut tx, cutoff)?;
     let cases = tx.execute(
         "DELETE FROM cases WHERE last_at < $1
            AND NOT EXISTS (SELECT 1 FROM reviews r
@@ -153,6 +156,7 @@ pub fn purge(client: &mut Client, before: Timestamp) -> Result<Purged, StoreErro
         cases,
         dispatches,
         deliveries,
+        notifications,
     })
 }
 
@@ -310,6 +314,8 @@ pub fn open_task_review(
         ],
     )?;
     let item = review_row(&row)?;
+    let notices = Notice::for_task_review(caller, item.id, &task_failure(escalation), now);
+    super::notify::enqueue(&mut tx, &notices, now)?;
     tx.commit()?;
     Ok(Some(item))
 }

@@ -5,7 +5,7 @@ use postgres::Client;
 use crate::StoreError;
 
 /// The migrations, in order; the same tables as the `SQLite` store's.
-const MIGRATIONS: [&str; 5] = [
+const MIGRATIONS: [&str; 6] = [
     r"
 CREATE TABLE cases (
     caller       TEXT    NOT NULL,
@@ -159,6 +159,33 @@ CREATE TABLE suppressions (
     reason  TEXT    NOT NULL,
     PRIMARY KEY (caller, job, contact, case_id)
 );
+",
+    // Notifications, as in the SQLite store: subscriptions, and the outbox with one row per
+    // event and target.
+    r"
+CREATE TABLE notify_targets (
+    target TEXT NOT NULL,
+    kind   TEXT NOT NULL,
+    PRIMARY KEY (target, kind)
+);
+
+CREATE TABLE notifications (
+    id          TEXT    NOT NULL,
+    target      TEXT    NOT NULL,
+    kind        TEXT    NOT NULL,
+    payload     TEXT    NOT NULL,
+    status      TEXT    NOT NULL DEFAULT 'pending',
+    attempts    BIGINT  NOT NULL DEFAULT 0,
+    next_at     BIGINT  NOT NULL,
+    claim       TEXT,
+    last_error  TEXT,
+    created_at  BIGINT  NOT NULL,
+    finished_at BIGINT,
+    PRIMARY KEY (id, target)
+);
+CREATE INDEX notifications_due ON notifications (target, next_at) WHERE status = 'pending';
+CREATE INDEX notifications_created ON notifications (created_at);
+CREATE INDEX notifications_finished ON notifications (finished_at) WHERE finished_at IS NOT NULL;
 ",
 ];
 

@@ -125,6 +125,14 @@ impl EffectsTx for Tx<'_, '_> {
         ])?;
         Ok(())
     }
+
+    fn notify(
+        &mut self,
+        notice: &backstop_core::notify::Notice,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        super::notify::enqueue(self.0, std::slice::from_ref(notice), now)
+    }
 }
 
 pub fn dispatch(

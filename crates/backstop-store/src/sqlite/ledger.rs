@@ -8,9 +8,12 @@ use backstop_core::pack::Pack;
 use jiff::{SignedDuration, Timestamp};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
+use super::notify::enqueue;
 use crate::codec::{from_json, from_word, to_json, word};
 use crate::codec::{millis, timestamp};
+use crate::notify::refusal_notice;
 use crate::{Reply, StoreError};
+use backstop_core::notify::{CaseRef, Notice};
 
 /// How far back an issued-mode first request looks for the same excerpts, and how far back
 /// issued cases are counted against the daily limit.
@@ -27,9 +30,23 @@ pub fn decide(
     let (state, cycle) = load(&tx, &pack.job, caller, request, now)?;
     match attempt(pack, &state, request, now) {
         Attempted::Replay(stored) => Ok(Reply::Replayed(stored)),
-        Attempted::Refused(refusal) => Ok(Reply::Refused(refusal)),
+        Attempted::Refused(refusal) => {
+            // A refusal changes no case; only the attempt limit's notification is kept.
+            if let Some(notice) = refusal_notice(&pack.job, caller, &state, &refusal, now) {
+                enqueue(&tx, &[notice], now)?;
+                tx.commit()?;
+            }
+            Ok(Reply::Refused(refusal))
+        }
         Attempted::Counted { result, change } => {
-            apply(&tx, &pack.job, caller, &change, cycle, now)?;
+            let review = apply(&tx, &pack.job, caller, &change, cycle, now)?;
+            let case = CaseRef {
+                caller,
+                job: &pack.job,
+                case_id: &change.case_id,
+            };
+            let notices = Notice::for_attempt(case, &request.execution_id, &result, review, now);
+            enqueue(&tx, &notices, now)?;
             tx.commit()?;
             Ok(Reply::Counted(result))
         }
@@ -188,7 +205,7 @@ pub fn attempts(
     Ok(out)
 }
 
-/// Stores what the core decided.
+/// Stores what the core decided; the id of the review item it opened, if any.
 fn apply(
     tx: &Transaction<'_>,
     job: &str,
@@ -196,7 +213,7 @@ fn apply(
     change: &Change,
     cycle: u32,
     now: Timestamp,
-) -> Result<(), StoreError> {
+) -> Result<Option<i64>, StoreError> {
     let at = millis(now);
     let case_id = &change.case_id;
     if let Some(new) = &change.open_case {
@@ -251,6 +268,7 @@ fn apply(
         at,
         i64::from(change.end_cycle)
     ])?;
+    let mut opened = None;
     if let Some(review) = &change.open_review {
         tx.prepare_cached(
             "INSERT INTO reviews (caller, job, case_id, lane, escalation, reason, opened_at,
@@ -267,6 +285,7 @@ fn apply(
             at,
             review.retry_allowed
         ])?;
+        opened = Some(tx.last_insert_rowid());
     }
     if let Some(id) = change.use_review_retry {
         tx.prepare_cached("UPDATE reviews SET retry_used = 1 WHERE id = ?1")?
@@ -281,5 +300,5 @@ fn apply(
         .execute(params![id, at, record.outcome])?;
     }
     debug_assert!(record.status != ResultStatus::Decided || change.end_cycle);
-    Ok(())
+    Ok(opened)
 }

@@ -8,6 +8,7 @@
 //! - `schema`: connection settings and migrations
 //! - `ledger`: one attempt in one transaction (state loaded, the core's change applied)
 //! - `queries`: cases, review items and the purge
+//! - `notify`: the notification outbox: enqueued in each event's transaction, claimed, finished
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,13 +23,15 @@ use backstop_core::effects::{DispatchRequest, DispatchState};
 
 use crate::{
     CallEvent, CaseRecord, DeliveryRecord, DispatchContext, DispatchFilter, DispatchRecord,
-    DispatchReply, DispatchUpdate, JournalEntry, Purged, Reply, Resolution, ReviewFilter,
-    ReviewItem, Store, StoreError, TaskEscalation,
+    DispatchReply, DispatchUpdate, JournalEntry, NotificationFilter, NotificationRecord,
+    NotifyOutcome, Purged, Reply, Resolution, ReviewFilter, ReviewItem, Store, StoreError,
+    Subscription, TaskEscalation,
 };
 
 mod checkpoint;
 mod effects;
 mod ledger;
+mod notify;
 mod queries;
 mod schema;
 
@@ -267,6 +270,43 @@ impl Store for SqliteStore {
         now: Timestamp,
     ) -> Result<(), StoreError> {
         self.write(|c| effects::suppress(c, caller, job, contact, case_id, reason, now))
+    }
+
+    fn subscribe_notifications(
+        &self,
+        subscriptions: &[Subscription],
+        now: Timestamp,
+    ) -> Result<u64, StoreError> {
+        self.write(|c| notify::subscribe(c, subscriptions, now))
+    }
+
+    fn claim_notifications(
+        &self,
+        target: &str,
+        claim: &str,
+        now: Timestamp,
+        lease: jiff::SignedDuration,
+        limit: u32,
+    ) -> Result<Vec<NotificationRecord>, StoreError> {
+        self.write(|c| notify::claim(c, target, claim, now, lease, limit))
+    }
+
+    fn finish_notification(
+        &self,
+        id: &str,
+        target: &str,
+        claim: &str,
+        outcome: &NotifyOutcome,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.write(|c| notify::finish(c, id, target, claim, outcome, now))
+    }
+
+    fn notifications(
+        &self,
+        filter: &NotificationFilter,
+    ) -> Result<Vec<NotificationRecord>, StoreError> {
+        self.read(|c| notify::list(c, filter))
     }
 }
 

@@ -5,10 +5,12 @@ use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
 use super::ledger::attempts;
 use crate::codec::{millis, timestamp};
+use crate::notify::task_failure;
 use crate::{
     CallEvent, CaseRecord, CycleAttempt, JournalEntry, Purged, Resolution, ResolvedBy,
     ReviewFilter, ReviewItem, StoreError, TaskEscalation,
 };
+use backstop_core::notify::Notice;
 
 const REVIEW_COLUMNS: &str = "id, caller, job, case_id, lane, escalation, reason, opened_at,
     retry_allowed, retry_used, resolved_at, resolved_by, decision, note, kind, detail";
@@ -170,6 +172,8 @@ pub fn open_task_review(
     let item = tx
         .prepare_cached(&sql)?
         .query_row(params![id], review_row)??;
+    let notices = Notice::for_task_review(caller, id, &task_failure(escalation), now);
+    super::notify::enqueue(&tx, &notices, now)?;
     tx.commit()?;
     Ok(Some(item))
 }
@@ -192,6 +196,7 @@ pub fn purge(connection: &mut Connection, before: Timestamp) -> Result<Purged, S
         "DELETE FROM deliveries WHERE received_at < ?1",
         params![cutoff],
     )?;
+    let notifications = super::notify::purge(&tx, cutoff)?;
     let cases = tx.execute(
         "DELETE FROM cases WHERE last_at < ?1
            AND NOT EXISTS (SELECT 1 FROM reviews r
@@ -207,6 +212,7 @@ pub fn purge(connection: &mut Connection, before: Timestamp) -> Result<Purged, S
         cases: count(cases),
         dispatches: count(dispatches),
         deliveries: count(deliveries),
+        notifications: count(notifications),
     })
 }
 

@@ -9,7 +9,7 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use crate::StoreError;
 
 /// The migrations, in order; `PRAGMA user_version` records how many have run.
-const MIGRATIONS: [&str; 5] = [
+const MIGRATIONS: [&str; 6] = [
     r"
 CREATE TABLE cases (
     caller       TEXT    NOT NULL,
@@ -154,6 +154,34 @@ CREATE TABLE suppressions (
     reason  TEXT    NOT NULL,
     PRIMARY KEY (caller, job, contact, case_id)
 ) WITHOUT ROWID;
+",
+    // Notifications: the targets each kind of event goes to (replaced by `serve` at start),
+    // and the outbox, one row per event and target (the primary key keeps an event once per
+    // target); `claim` is the token of the worker trying it, `next_at` its lease or next try.
+    r"
+CREATE TABLE notify_targets (
+    target TEXT NOT NULL,
+    kind   TEXT NOT NULL,
+    PRIMARY KEY (target, kind)
+) WITHOUT ROWID;
+
+CREATE TABLE notifications (
+    id          TEXT    NOT NULL,
+    target      TEXT    NOT NULL,
+    kind        TEXT    NOT NULL,
+    payload     TEXT    NOT NULL,
+    status      TEXT    NOT NULL DEFAULT 'pending',
+    attempts    INTEGER NOT NULL DEFAULT 0,
+    next_at     INTEGER NOT NULL,
+    claim       TEXT,
+    last_error  TEXT,
+    created_at  INTEGER NOT NULL,
+    finished_at INTEGER,
+    PRIMARY KEY (id, target)
+);
+CREATE INDEX notifications_due ON notifications (target, next_at) WHERE status = 'pending';
+CREATE INDEX notifications_created ON notifications (created_at);
+CREATE INDEX notifications_finished ON notifications (finished_at) WHERE finished_at IS NOT NULL;
 ",
 ];
 

@@ -12,6 +12,7 @@ pub mod dispatch;
 pub mod identity;
 pub mod keeping;
 pub mod lifecycle;
+pub mod notify;
 pub mod reviews;
 
 /// Expands to one `#[test]` per scenario, each on a fresh store from `$fresh()`.
@@ -60,6 +61,15 @@ macro_rules! conformance_suite {
             dispatch::a_suppressed_contact_and_a_decided_case_are_not_dispatched,
             dispatch::a_delivery_is_recorded_once_per_event_id,
             dispatch::dispatches_past_retention_are_purged_and_suppressions_kept,
+            notify::a_held_case_is_notified_once_per_subscribed_target,
+            notify::nothing_is_enqueued_without_a_subscriber,
+            notify::an_attempt_limit_refusal_is_notified_once_per_cycle,
+            notify::a_refused_dispatch_is_notified,
+            notify::a_task_escalation_is_notified,
+            notify::claims_are_leased_and_a_lost_claim_changes_nothing,
+            notify::a_removed_target_is_given_up,
+            notify::notifications_past_retention_are_purged,
+            notify::eight_workers_claim_each_notification_once,
         );
     };
     (@each $fresh:path, $($module:ident :: $name:ident),+ $(,)?) => {

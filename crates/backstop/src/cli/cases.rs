@@ -22,7 +22,8 @@ Exit codes:
 
 pub const PURGE_HELP: &str = "\
 Deletes attempt records (with their stored results) older than --older-than, review items
-resolved before then, and cases with nothing left. Open review items and their cases are kept.
+resolved before then, notifications delivered, given up or enqueued before then, and cases with
+nothing left. Open review items and their cases are kept.
 
 Exit codes:
   0  done; the counts are printed as JSON

@@ -188,3 +188,17 @@ pub struct PackSchemaArgs {
     #[arg(long, value_name = "PATH")]
     pub packs: Vec<PathBuf>,
 }
+
+/// `backstop pack brief`.
+#[derive(Debug, Args)]
+pub struct PackBriefArgs {
+    /// The job, or a pack file.
+    #[arg(value_name = "JOB")]
+    pub job: String,
+    /// Where packs are found (files or folders; default ./packs).
+    #[arg(long, value_name = "PATH")]
+    pub packs: Vec<PathBuf>,
+    /// How to print.
+    #[command(flatten)]
+    pub output: super::OutputArgs,
+}

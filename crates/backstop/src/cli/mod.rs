@@ -6,6 +6,7 @@ use clap::{Args, Parser, Subcommand};
 
 mod cases;
 mod effects;
+mod notify;
 mod service;
 
 pub use cases::{
@@ -15,9 +16,10 @@ pub use cases::{
 use cases::{DECIDE_HELP, PURGE_HELP};
 use effects::{DEMO_HELP, DISPATCH_HELP, KEY_HELP, RECONCILE_HELP};
 pub use effects::{
-    DemoArgs, DispatchArgs, DispatchCommand, KeyArgs, OutcomeArgs, OutcomeFlag, PackSchemaArgs,
-    ReconcileArgs, ShowDispatchArgs,
+    DemoArgs, DispatchArgs, DispatchCommand, KeyArgs, OutcomeArgs, OutcomeFlag, PackBriefArgs,
+    PackSchemaArgs, ReconcileArgs, ShowDispatchArgs,
 };
+pub use notify::{NotifyCommand, NotifyListArgs, NotifyStatusArg};
 use service::SERVE_HELP;
 pub use service::{ConfigCheckArgs, ConfigCommand, HashKeyArgs, ServeArgs};
 
@@ -105,6 +107,9 @@ pub enum Command {
     /// Review items: held cases waiting for a person.
     #[command(subcommand)]
     Review(ReviewCommand),
+    /// Notifications to people (`[[notify]]`): delivered, pending and failed.
+    #[command(subcommand)]
+    Notify(NotifyCommand),
     /// A task's call-level state on the ledger: show it, or reset it.
     #[command(subcommand)]
     Task(TaskCommand),
@@ -495,6 +500,13 @@ pub enum PackCommand {
         after_help = "Example:\n  backstop pack schema po-acknowledgement > po-result.json\n\nExit codes:\n  0  the schema was printed\n  2  no such job, or a pack with issues"
     )]
     Schema(PackSchemaArgs),
+    /// Print a job's brief: its questions and answers with what each means, where to look,
+    /// the related records, how a case is named, the attempt limit and window, the outcomes
+    /// and the escalations with who they go to (never the indicator patterns or rules).
+    #[command(
+        after_help = "Example:\n  backstop pack brief vendor-risk\n  backstop pack brief packs/vendor-risk.toml --json\n\nExit codes:\n  0  the brief was printed\n  2  no such job, or a pack with issues"
+    )]
+    Brief(PackBriefArgs),
 }
 
 /// `backstop rules check`.

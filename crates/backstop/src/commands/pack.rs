@@ -1,18 +1,18 @@
-//! `backstop pack check` and `backstop pack schema`.
+//! `backstop pack check`, `backstop pack schema` and `backstop pack brief`.
 
 use std::fs;
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use backstop_core::Issue;
 use backstop_core::effects::{implied_schema, lint_result_schema};
-use backstop_core::pack::{check_pack, parse_pack};
+use backstop_core::pack::{Pack, check_pack, parse_pack};
 use backstop_server::Config;
 use backstop_server::catalog::{Catalog, default_packs};
 
 use super::check::check_files;
 use super::{EXIT_BAD_INPUT, EXIT_OK};
-use crate::cli::{PackSchemaArgs, RulesCheckArgs};
+use crate::cli::{PackBriefArgs, PackSchemaArgs, RulesCheckArgs};
 use crate::output;
 use crate::settings::OutputMode;
 
@@ -60,50 +60,7 @@ pub fn check(args: &RulesCheckArgs, out: &mut impl Write) -> io::Result<u8> {
 
 /// Prints the strict result schema the job's pack implies.
 pub fn schema(args: &PackSchemaArgs, out: &mut impl Write, err: &mut impl Write) -> io::Result<u8> {
-    let direct = Path::new(&args.job);
-    let pack = if direct.extension().is_some_and(|e| e == "toml") && direct.is_file() {
-        let text = fs::read_to_string(direct)?;
-        parse_pack(&text).map_err(|issues| {
-            let origin = direct.display().to_string();
-            issues
-                .into_iter()
-                .map(|i| i.within(&origin))
-                .collect::<Vec<_>>()
-        })
-    } else {
-        let packs = if args.packs.is_empty() {
-            default_packs()
-        } else {
-            args.packs.clone()
-        };
-        let config = Config {
-            packs,
-            ..Config::default()
-        };
-        Catalog::load(&config).and_then(|catalog| {
-            catalog
-                .packs
-                .get(&args.job)
-                .map(|p| (**p).clone())
-                .ok_or_else(|| {
-                    let jobs: Vec<&str> = catalog.packs.keys().map(String::as_str).collect();
-                    vec![Issue::new(
-                        "JOB",
-                        "unknown_job",
-                        format!(
-                            "no pack is loaded for job `{}`; loaded: {}",
-                            args.job,
-                            if jobs.is_empty() {
-                                "none".to_owned()
-                            } else {
-                                jobs.join(", ")
-                            }
-                        ),
-                    )]
-                })
-        })
-    };
-    match pack {
+    match load_job(&args.job, &args.packs) {
         Ok(pack) => {
             serde_json::to_writer_pretty(&mut *out, &implied_schema(&pack))?;
             writeln!(out)?;
@@ -114,4 +71,73 @@ pub fn schema(args: &PackSchemaArgs, out: &mut impl Write, err: &mut impl Write)
             Ok(EXIT_BAD_INPUT)
         }
     }
+}
+
+/// Prints a job's brief: what an agent needs to write a good first request.
+pub fn brief(args: &PackBriefArgs, out: &mut impl Write, err: &mut impl Write) -> io::Result<u8> {
+    let mode = args.output.mode();
+    match load_job(&args.job, &args.packs) {
+        Ok(pack) => {
+            let brief = backstop_core::pack::brief(&pack);
+            match mode {
+                OutputMode::Json => {
+                    serde_json::to_writer_pretty(&mut *out, &brief)?;
+                    writeln!(out)?;
+                }
+                OutputMode::Human => output::brief_human(out, &brief)?,
+            }
+            Ok(EXIT_OK)
+        }
+        Err(issues) => {
+            output::refuse_command(mode, &issues, out, err)?;
+            Ok(EXIT_BAD_INPUT)
+        }
+    }
+}
+
+/// The pack of `job`: a pack file when `job` names one, else the job's pack among `packs`
+/// (default ./packs). Every issue has the file in its path.
+fn load_job(job: &str, packs: &[PathBuf]) -> Result<Pack, Vec<Issue>> {
+    let direct = Path::new(job);
+    if direct.extension().is_some_and(|e| e == "toml") && direct.is_file() {
+        let origin = direct.display().to_string();
+        let text = fs::read_to_string(direct).map_err(|e| {
+            vec![Issue::new(
+                origin.clone(),
+                "unreadable",
+                format!("cannot read: {e}"),
+            )]
+        })?;
+        return parse_pack(&text)
+            .map_err(|issues| issues.into_iter().map(|i| i.within(&origin)).collect());
+    }
+    let packs = if packs.is_empty() {
+        default_packs()
+    } else {
+        packs.to_vec()
+    };
+    let config = Config {
+        packs,
+        ..Config::default()
+    };
+    let catalog = Catalog::load(&config)?;
+    catalog
+        .packs
+        .get(job)
+        .map(|p| (**p).clone())
+        .ok_or_else(|| {
+            let jobs: Vec<&str> = catalog.packs.keys().map(String::as_str).collect();
+            vec![Issue::new(
+                "JOB",
+                "unknown_job",
+                format!(
+                    "no pack is loaded for job `{job}`; loaded: {}",
+                    if jobs.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        jobs.join(", ")
+                    }
+                ),
+            )]
+        })
 }

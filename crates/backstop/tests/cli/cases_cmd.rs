@@ -486,7 +486,7 @@ fn a_malformed_request_lists_every_issue_and_leaves_no_trace() {
     ledger.assert_no_case("vendor-risk", "northwind.com");
     assert_eq!(
         ledger.purge_everything(),
-        json!({"attempts": 0, "reviews": 0, "events": 0, "cases": 0, "dispatches": 0, "deliveries": 0})
+        json!({"attempts": 0, "reviews": 0, "events": 0, "cases": 0, "dispatches": 0, "deliveries": 0, "notifications": 0})
     );
     // Fixed, the same execution id is a first attempt: the refusal used nothing.
     let fixed = ledger.result(VENDOR, T10, &approving("e1", "northwind.com"));
@@ -520,7 +520,7 @@ fn a_request_that_is_not_a_json_object_is_malformed() {
     }
     assert_eq!(
         ledger.purge_everything(),
-        json!({"attempts": 0, "reviews": 0, "events": 0, "cases": 0, "dispatches": 0, "deliveries": 0})
+        json!({"attempts": 0, "reviews": 0, "events": 0, "cases": 0, "dispatches": 0, "deliveries": 0, "notifications": 0})
     );
 }
 
@@ -712,7 +712,7 @@ fn purge_deletes_attempts_past_retention_and_keeps_cases_in_review() {
     assert_eq!(
         early.json(),
         json!({"before": "2025-12-31T00:00:00Z",
-               "deleted": {"attempts": 0, "reviews": 0, "events": 0, "cases": 0, "dispatches": 0, "deliveries": 0}})
+               "deleted": {"attempts": 0, "reviews": 0, "events": 0, "cases": 0, "dispatches": 0, "deliveries": 0, "notifications": 0}})
     );
     assert_eq!(
         attempts_of(&ledger.show("vendor-risk", "northwind.com")).len(),
@@ -724,7 +724,7 @@ fn purge_deletes_attempts_past_retention_and_keeps_cases_in_review() {
     assert_eq!(
         late.json(),
         json!({"before": "2026-01-02T00:00:00Z",
-               "deleted": {"attempts": 2, "reviews": 0, "events": 0, "cases": 1, "dispatches": 0, "deliveries": 0}})
+               "deleted": {"attempts": 2, "reviews": 0, "events": 0, "cases": 1, "dispatches": 0, "deliveries": 0, "notifications": 0}})
     );
     ledger.assert_no_case("vendor-risk", "northwind.com");
     // The held case stays while its review is open, without its attempt records.
@@ -750,7 +750,7 @@ fn purge_deletes_attempts_past_retention_and_keeps_cases_in_review() {
     after.expect_code(0);
     assert_eq!(
         after.json()["deleted"],
-        json!({"attempts": 0, "reviews": 1, "events": 0, "cases": 1, "dispatches": 0, "deliveries": 0})
+        json!({"attempts": 0, "reviews": 1, "events": 0, "cases": 1, "dispatches": 0, "deliveries": 0, "notifications": 0})
     );
     ledger.assert_no_case("vendor-risk", "acme.io");
 }
@@ -939,7 +939,7 @@ fn a_pack_with_issues_is_refused_with_the_file_in_every_path() {
     );
     assert_eq!(
         ledger.purge_everything(),
-        json!({"attempts": 0, "reviews": 0, "events": 0, "cases": 0, "dispatches": 0, "deliveries": 0})
+        json!({"attempts": 0, "reviews": 0, "events": 0, "cases": 0, "dispatches": 0, "deliveries": 0, "notifications": 0})
     );
 }
 

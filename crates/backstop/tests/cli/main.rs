@@ -24,8 +24,12 @@
 //! - `serve_postgres`: `serve --db postgres://...` as a process: calls, decisions, a restart
 //! - `fleet_cmd`: two `serve` processes on one ledger, one killed mid-load, on both backends
 //! - `task_cmd`: `task show|reset` on the journal a running `serve` writes
+//! - `notify_cmd`: `notify list` (pending, delivered, failed; JSON and a table; a missing
+//!   ledger refused), and `[[notify]]` config issues with their paths
 //! - `effects_cmd`: `dispatch`, `key`, `reconcile`, `demo`, `pack schema`, and a `serve` killed
 //!   between a permit and its outcome, on both backends
+//! - `quickstart`: README.md's Quickstart run as written; every `examples/...` path the
+//!   documents name exists; no document links outside the repository
 //!
 //! Snapshots are in `snapshots/`; accept new ones with `INSTA_UPDATE=always` and read them.
 
@@ -38,8 +42,10 @@ mod help;
 mod hint;
 mod jsonl;
 mod loop_cmd;
+mod notify_cmd;
 mod pack_cmd;
 mod po_cmd;
+mod quickstart;
 mod replay;
 mod rules_cmd;
 mod serve_cmd;

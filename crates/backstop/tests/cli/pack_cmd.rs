@@ -75,3 +75,48 @@ fn a_missing_file_is_exit_2() {
     run.expect_code(2);
     assert!(run.stdout.contains("(unreadable)"), "{}", run.stdout);
 }
+
+#[test]
+fn pack_brief_tells_an_agent_what_a_job_asks() {
+    let root = workspace_root();
+    let human = run_in(
+        Some(&root),
+        &["pack", "brief", "vendor-risk", "--output-format", "human"],
+        b"",
+    );
+    assert_eq!(human.code, 0, "{}", human.stderr);
+    for line in [
+        "vendor-risk — Vendor data-access review",
+        "  data_access (required, quotes): Which customer data does the vendor handle?",
+        "    - pii: The vendor handles personal data about customers.",
+        "  counterparty (required): send related.counterparty.id",
+        "Attempts: 3 per 24h",
+        "  privacy-team → Privacy team:",
+    ] {
+        assert!(human.stdout.contains(line), "{line:?} in\n{}", human.stdout);
+    }
+    assert!(!human.stdout.contains("indicators"), "{}", human.stdout);
+    // Piped, or with --json, it is the JSON the service's GET /v1/jobs/{job} answers; a pack
+    // file may be named directly.
+    let json = run_in(
+        Some(&root),
+        &["pack", "brief", "packs/vendor-risk.toml"],
+        b"",
+    );
+    assert_eq!(json.code, 0, "{}", json.stderr);
+    let brief: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(brief["attempts"]["escalate"], "vendor-desk");
+    assert!(brief["request_schema"]["properties"]["questions"].is_object());
+}
+
+#[test]
+fn pack_brief_of_an_unknown_job_names_the_loaded_ones_and_exits_2() {
+    let run = run_in(Some(&workspace_root()), &["pack", "brief", "payroll"], b"");
+    assert_eq!(run.code, 2);
+    let refusal: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        crate::support::issue_paths_and_codes(&refusal),
+        pairs(&[("JOB", "unknown_job")])
+    );
+    assert!(run.stdout.contains("vendor-risk"), "{}", run.stdout);
+}
