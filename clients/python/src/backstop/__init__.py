@@ -1,0 +1,110 @@
+"""backstop-client: the Python client of ``backstop serve``, the retry-and-escalation
+authority for AI agents.
+
+>>> from backstop import Backstop
+>>> bs = Backstop("http://127.0.0.1:7600")
+>>> @bs.guard(task="run-17", tool="search")
+... def search(q: str) -> dict: ...
+
+See the package README for the API, the guard's forms and what each action does.
+"""
+
+from ._client import DEFAULT_URL, AsyncBackstop, Backstop, __version__
+from ._guard import AsyncAttempt, AsyncGuard, Attempt, Guard
+from ._report import report_from_exception
+from ._types import (
+    Action,
+    Attempts,
+    Breaker,
+    Budget,
+    Classification,
+    Escalation,
+    Evidence,
+    Issue,
+    Step,
+    ToolHealth,
+)
+from .errors import (
+    ActionRequired,
+    AttemptLimitReached,
+    AttemptsExhausted,
+    BackstopError,
+    BroadenQuery,
+    CaseInReview,
+    ChangeApproach,
+    Compensate,
+    Conflict,
+    Deferred,
+    Escalate,
+    ExecutionIdConflict,
+    FallbackTool,
+    FixInput,
+    Forbidden,
+    GuardSignal,
+    IdempotencyKeyConflict,
+    IncreaseBudget,
+    LocalOnly,
+    Malformed,
+    NotFound,
+    RateLimited,
+    ReduceScope,
+    Retry,
+    RetryPromoted,
+    ServiceUnavailable,
+    SkipAndLog,
+    Stop,
+    Unauthorized,
+    Unreachable,
+)
+
+__all__ = [
+    "DEFAULT_URL",
+    "Action",
+    "ActionRequired",
+    "AsyncAttempt",
+    "AsyncBackstop",
+    "AsyncGuard",
+    "Attempt",
+    "AttemptLimitReached",
+    "Attempts",
+    "AttemptsExhausted",
+    "Backstop",
+    "BackstopError",
+    "Breaker",
+    "BroadenQuery",
+    "Budget",
+    "CaseInReview",
+    "ChangeApproach",
+    "Classification",
+    "Compensate",
+    "Conflict",
+    "Deferred",
+    "Escalate",
+    "Escalation",
+    "Evidence",
+    "ExecutionIdConflict",
+    "FallbackTool",
+    "FixInput",
+    "Forbidden",
+    "Guard",
+    "GuardSignal",
+    "IdempotencyKeyConflict",
+    "IncreaseBudget",
+    "Issue",
+    "LocalOnly",
+    "Malformed",
+    "NotFound",
+    "RateLimited",
+    "ReduceScope",
+    "Retry",
+    "RetryPromoted",
+    "ServiceUnavailable",
+    "SkipAndLog",
+    "Step",
+    "Stop",
+    "ToolHealth",
+    "Unauthorized",
+    "Unreachable",
+    "__version__",
+    "report_from_exception",
+]
