@@ -59,43 +59,9 @@ pub async fn authenticate(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let caller = if state.is_open() {
-        local_operator()
-    } else {
-        let presented = request
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| {
-                v.strip_prefix("Bearer ")
-                    .or_else(|| v.strip_prefix("bearer "))
-            })
-            .map(str::trim);
-        let known = presented
-            .filter(|k| !k.is_empty())
-            .and_then(|key| state.keys.get(&hash_key(key)));
-        if let Some(caller) = known {
-            caller.clone()
-        } else {
-            let address = request
-                .extensions()
-                .get::<ConnectInfo<SocketAddr>>()
-                .map_or_else(|| "unknown".to_owned(), |c| c.0.ip().to_string());
-            if let Err(wait) = state.auth_failures.take(&address) {
-                let mut error = ApiError::new(
-                    RefusalCode::RateLimited,
-                    format!("too many failed authentications from {address}; retry after {wait} s"),
-                );
-                error.retry_after = Some(wait);
-                return error.into_response();
-            }
-            let message = if presented.is_some_and(|k| !k.is_empty()) {
-                "the API key is not known"
-            } else {
-                "send an API key as `Authorization: Bearer KEY`"
-            };
-            return ApiError::new(RefusalCode::Unauthorized, message).into_response();
-        }
+    let caller = match identify(&state, &request) {
+        Ok(caller) => caller,
+        Err(refusal) => return refusal.into_response(),
     };
     if let Err(wait) = state.limiter.take(&caller.id) {
         let mut error = ApiError::new(
@@ -110,4 +76,58 @@ pub async fn authenticate(
     }
     request.extensions_mut().insert(caller);
     next.run(request).await
+}
+
+/// Authenticates the request but takes nothing from the caller's rate: for `/mcp`, whose tool
+/// calls each become an API request that is authenticated and rated on its own.
+pub async fn require_key(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    match identify(&state, &request) {
+        Ok(_) => next.run(request).await,
+        Err(refusal) => refusal.into_response(),
+    }
+}
+
+/// The caller the request's API key names (the local operator when the service is open), or
+/// the refusal to answer with.
+fn identify(state: &AppState, request: &Request) -> Result<Caller, ApiError> {
+    if state.is_open() {
+        return Ok(local_operator());
+    }
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+        .map(str::trim);
+    let known = presented
+        .filter(|k| !k.is_empty())
+        .and_then(|key| state.keys.get(&hash_key(key)));
+    if let Some(caller) = known {
+        return Ok(caller.clone());
+    }
+    let address = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or_else(|| "unknown".to_owned(), |c| c.0.ip().to_string());
+    if let Err(wait) = state.auth_failures.take(&address) {
+        let mut error = ApiError::new(
+            RefusalCode::RateLimited,
+            format!("too many failed authentications from {address}; retry after {wait} s"),
+        );
+        error.retry_after = Some(wait);
+        return Err(error);
+    }
+    let message = if presented.is_some_and(|k| !k.is_empty()) {
+        "the API key is not known"
+    } else {
+        "send an API key as `Authorization: Bearer KEY`"
+    };
+    Err(ApiError::new(RefusalCode::Unauthorized, message))
 }

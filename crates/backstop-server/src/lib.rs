@@ -16,6 +16,7 @@
 //! - `effects`: side effects: deliveries decided, the reconciliation sweep, the simulator
 //! - `notify`: notifications for people: targets subscribed, the outbox delivered, signed
 //! - `routes`: one module per resource
+//! - `mcp`: MCP over streamable HTTP at `/mcp`, each tool call a request to the API's router
 #![deny(missing_docs)]
 
 use std::future::Future;
@@ -30,6 +31,7 @@ pub mod effects;
 pub mod error;
 pub mod journal;
 pub mod limits;
+pub mod mcp;
 pub mod metrics;
 pub mod notify;
 pub mod openapi;

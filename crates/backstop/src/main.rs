@@ -40,10 +40,15 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<u8> {
+    if let Command::Mcp(args) = &cli.command {
+        // MCP owns stdout: nothing else may hold it, or write to it.
+        return Ok(commands::mcp::run(args, &mut io::stderr())?);
+    }
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut err = io::stderr();
     let code = match cli.command {
+        Command::Mcp(_) => unreachable!("served before stdout is taken"),
         Command::Serve(args) => {
             out.flush()?;
             commands::serve::run(&args, &mut out, &mut err)?

@@ -24,8 +24,16 @@ pub mod reviews;
 pub mod tasks;
 pub mod webhooks;
 
-/// Every route, with authentication, limits and metrics.
+/// Every route, with authentication, limits and metrics, and MCP at `/mcp`.
 pub fn router(state: Arc<AppState>) -> Router {
+    let api = api_router(Arc::clone(&state));
+    let mcp = crate::mcp::routes(&state, api.clone())
+        .route_layer(middleware::from_fn_with_state(state, count));
+    api.merge(mcp)
+}
+
+/// Every API route, with authentication, limits and metrics: what MCP tool calls reach.
+pub fn api_router(state: Arc<AppState>) -> Router {
     let body_limit = state.config.limits.body_bytes;
     let api = Router::new()
         .route("/v1/classify", post(classify::classify))

@@ -15,6 +15,7 @@ mod fleet;
 mod idempotency;
 mod jobs;
 mod limits;
+mod mcp;
 mod notify;
 mod openapi;
 mod receiver;

@@ -20,8 +20,8 @@ pub use effects::{
     PackSchemaArgs, ReconcileArgs, ShowDispatchArgs,
 };
 pub use notify::{NotifyCommand, NotifyListArgs, NotifyStatusArg};
-use service::SERVE_HELP;
-pub use service::{ConfigCheckArgs, ConfigCommand, HashKeyArgs, ServeArgs};
+pub use service::{ConfigCheckArgs, ConfigCommand, HashKeyArgs, McpArgs, ServeArgs};
+use service::{MCP_HELP, SERVE_HELP};
 
 /// Exit codes, the same for every command.
 pub const EXIT_CODES: &str = "\
@@ -64,6 +64,10 @@ pub enum Command {
     /// Run the HTTP service: classify, recover, decide cases, reviews, metrics.
     #[command(after_help = SERVE_HELP)]
     Serve(ServeArgs),
+    /// Serve backstop's tools to an agent over the Model Context Protocol (stdio), on the local
+    /// ledger or a running service.
+    #[command(after_help = MCP_HELP)]
+    Mcp(McpArgs),
     /// Work with the service's config file.
     #[command(subcommand)]
     Config(ConfigCommand),

@@ -73,3 +73,54 @@ pub struct HashKeyArgs {
     #[arg(value_name = "KEY")]
     pub key: Option<String>,
 }
+
+pub const MCP_HELP: &str = "\
+Examples:
+  backstop mcp                                    # ./backstop.db, ./packs, over stdio
+  backstop mcp --db ~/.backstop/ledger.db --packs ./packs --rules ./my-rules.toml
+  backstop mcp --server http://backstop.internal:7600 --key-file ~/.backstop/key
+
+An MCP client starts this command and speaks JSON-RPC on its stdin and stdout (logs go to
+stderr). Tools: classify, next_step, report_outcome, job_brief, case_status and one decide_JOB
+per loaded pack; each job's brief is also a resource (backstop://jobs/JOB). Every result carries
+the JSON and one line an LLM can act on; a refusal comes back as a tool error.
+
+Locally (the default) the tools work on the ledger directly, as the local operator; with
+--server they go to a running `backstop serve` with the key in --key-file. `backstop serve`
+also serves MCP over streamable HTTP at /mcp, behind its API keys.
+
+Exit codes:
+  0  the client closed the connection
+  1  the ledger or the server could not be reached
+  2  a bad flag, config, pack or rules file, or an unreadable key file; every issue is listed";
+
+/// `backstop mcp`.
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// The ledger: a `SQLite` file or a `postgres://` URL (default ./backstop.db, or the
+    /// config's `db`).
+    #[arg(long, value_name = "PATH", env = crate::settings::ENV_DB, hide_env_values = true, conflicts_with = "server")]
+    pub db: Option<PathBuf>,
+    /// A pack file or a folder of them; repeat for more (default ./packs, or the config's
+    /// `packs`).
+    #[arg(long, value_name = "PATH", conflicts_with = "server")]
+    pub packs: Vec<PathBuf>,
+    /// A classifier rules file, over the built-in rules; repeat for more (default: the
+    /// config's `rules`).
+    #[arg(long, value_name = "FILE", conflicts_with = "server")]
+    pub rules: Vec<PathBuf>,
+    /// A recovery strategy file (or a folder of them), over the built-in strategies.
+    #[arg(long, value_name = "FILE", conflicts_with = "server")]
+    pub strategies: Vec<PathBuf>,
+    /// A service config to take db, packs, rules, strategies and limits from (its keys are not
+    /// used: stdio is the local operator's own connection).
+    #[arg(long, value_name = "FILE", conflicts_with = "server")]
+    pub config: Option<PathBuf>,
+    /// Send every tool call to a running `backstop serve` at this URL instead.
+    #[arg(long, value_name = "URL")]
+    pub server: Option<String>,
+    /// The file holding the API key for --server (the key is never a flag, so it stays out of
+    /// process lists).
+    #[arg(long, value_name = "FILE", requires = "server")]
+    pub key_file: Option<PathBuf>,
+}

@@ -9,6 +9,7 @@ pub mod demo;
 pub mod dispatch;
 pub mod external_decider;
 pub mod hint;
+pub mod mcp;
 pub mod notify;
 pub mod pack;
 pub mod reconcile;

@@ -26,15 +26,10 @@ pub fn run(args: &ServeArgs, out: &mut impl Write, err: &mut impl Write) -> io::
         Ok(catalog) => catalog,
         Err(issues) => return output::refuse_command(OutputMode::Human, &issues, out, err),
     };
-    let location = config.db.to_string_lossy().into_owned();
-    let shown = backstop_store::display_location(&location);
-    let store = match backstop_store::open(&location) {
-        Ok(store) => store,
-        Err(e) => {
-            writeln!(err, "backstop: --db {shown}: {e}")?;
-            return Ok(EXIT_ISSUES);
-        }
+    let Some(store) = open_store(&config, err)? else {
+        return Ok(EXIT_ISSUES);
     };
+    let shown = backstop_store::display_location(&config.db.to_string_lossy());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -54,26 +49,9 @@ pub fn run(args: &ServeArgs, out: &mut impl Write, err: &mut impl Write) -> io::
         let jobs: Vec<String> = catalog.packs.keys().cloned().collect();
         let open = config.keys.is_empty();
         let db = shown;
-        // Building the state reads the ledger (the journal replay): never on an async worker,
-        // where the PostgreSQL client cannot block.
-        let config_path = args.config.clone();
-        let built = tokio::task::spawn_blocking(move || {
-            AppState::new(
-                config,
-                config_path,
-                catalog,
-                Arc::from(store),
-                Timestamp::now(),
-            )
-        })
-        .await
-        .map_err(io::Error::other)?;
-        let state = match built {
-            Ok(state) => Arc::new(state),
-            Err(e) => {
-                writeln!(err, "backstop: the ledger failed: {e}")?;
-                return Ok(EXIT_ISSUES);
-            }
+        let Some(state) = build_state(config, args.config.clone(), catalog, store, err).await?
+        else {
+            return Ok(EXIT_ISSUES);
         };
         writeln!(
             err,
@@ -100,6 +78,52 @@ pub fn run(args: &ServeArgs, out: &mut impl Write, err: &mut impl Write) -> io::
         tracing::info!("stopped");
         Ok(EXIT_OK)
     })
+}
+
+/// Opens the config's ledger; `None` once the reason is written to `err`.
+pub(super) fn open_store(
+    config: &Config,
+    err: &mut impl Write,
+) -> io::Result<Option<Box<dyn backstop_store::Store>>> {
+    let location = config.db.to_string_lossy().into_owned();
+    match backstop_store::open(&location) {
+        Ok(store) => Ok(Some(store)),
+        Err(e) => {
+            let shown = backstop_store::display_location(&location);
+            writeln!(err, "backstop: --db {shown}: {e}")?;
+            Ok(None)
+        }
+    }
+}
+
+/// The service's state on `store`; `None` once the reason is written to `err`. Building it
+/// reads the ledger (the journal replay): never on an async worker, where the `PostgreSQL`
+/// client cannot block.
+pub(super) async fn build_state(
+    config: Config,
+    config_path: Option<PathBuf>,
+    catalog: Catalog,
+    store: Box<dyn backstop_store::Store>,
+    err: &mut impl Write,
+) -> io::Result<Option<Arc<AppState>>> {
+    let built = tokio::task::spawn_blocking(move || {
+        AppState::new(
+            config,
+            config_path,
+            catalog,
+            Arc::from(store),
+            Timestamp::now(),
+        )
+    })
+    .await
+    .map_err(io::Error::other)?;
+    match built {
+        Ok(state) => Ok(Some(Arc::new(state))),
+        Err(e) => {
+            writeln!(err, "backstop: the ledger failed: {e}")?;
+            Ok(None)
+        }
+    }
 }
 
 /// The config the flags, the environment and the file give, with every issue.

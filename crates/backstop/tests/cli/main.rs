@@ -28,6 +28,8 @@
 //!   ledger refused), and `[[notify]]` config issues with their paths
 //! - `effects_cmd`: `dispatch`, `key`, `reconcile`, `demo`, `pack schema`, and a `serve` killed
 //!   between a permit and its outcome, on both backends
+//! - `mcp_cmd`: `mcp` over stdio as a client speaks it (initialize, tools/list, a call), and
+//!   bad flags refused before anything is served
 //! - `quickstart`: README.md's Quickstart run as written; every `examples/...` path the
 //!   documents name exists; no document links outside the repository
 //!
@@ -42,6 +44,7 @@ mod help;
 mod hint;
 mod jsonl;
 mod loop_cmd;
+mod mcp_cmd;
 mod notify_cmd;
 mod pack_cmd;
 mod po_cmd;

@@ -1,0 +1,155 @@
+//! `backstop mcp`: backstop's tools over the Model Context Protocol on stdio, on the local
+//! ledger (the service's router in this process) or a running service.
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use backstop_core::Issue;
+use backstop_mcp::rmcp::ServiceExt;
+use backstop_mcp::{Backend, BackstopMcp, Remote};
+use backstop_server::catalog::{Catalog, default_packs};
+use backstop_server::mcp::InProcess;
+use backstop_server::{Config, routes};
+
+use super::serve::{build_state, open_store};
+use super::{EXIT_ISSUES, EXIT_OK};
+use crate::cli::McpArgs;
+use crate::output;
+use crate::settings::OutputMode;
+
+/// Serves MCP on stdin and stdout until the client closes them.
+pub fn run(args: &McpArgs, err: &mut impl Write) -> io::Result<u8> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    if let Some(server) = &args.server {
+        return run_remote(&runtime, server, args.key_file.as_deref(), err);
+    }
+    let (config, issues) = resolve(args);
+    if !issues.is_empty() {
+        return output::refuse_command(OutputMode::Human, &issues, &mut io::sink(), err);
+    }
+    let catalog = match Catalog::load(&config) {
+        Ok(catalog) => catalog,
+        Err(issues) => {
+            return output::refuse_command(OutputMode::Human, &issues, &mut io::sink(), err);
+        }
+    };
+    let Some(store) = open_store(&config, err)? else {
+        return Ok(EXIT_ISSUES);
+    };
+    runtime.block_on(async {
+        let Some(state) = build_state(config, args.config.clone(), catalog, store, err).await?
+        else {
+            return Ok(EXIT_ISSUES);
+        };
+        let body_limit = state.config.limits.body_bytes;
+        let backend = InProcess::new(routes::api_router(state), body_limit);
+        serve_stdio(backend, err).await
+    })
+}
+
+/// Forwards every tool call to the service at `server`, with the key in `key_file`.
+fn run_remote(
+    runtime: &tokio::runtime::Runtime,
+    server: &str,
+    key_file: Option<&Path>,
+    err: &mut impl Write,
+) -> io::Result<u8> {
+    let mut issues = Vec::new();
+    let key = key_file.and_then(|path| read_key(path).map_err(|i| issues.push(i)).ok());
+    if let Err(issue) = check_url(server) {
+        issues.push(issue);
+    }
+    if !issues.is_empty() {
+        return output::refuse_command(OutputMode::Human, &issues, &mut io::sink(), err);
+    }
+    tracing::info!(server = %server, "mcp: forwarding to a running service");
+    runtime.block_on(serve_stdio(Remote::new(server, key), err))
+}
+
+async fn serve_stdio(backend: impl Backend, err: &mut impl Write) -> io::Result<u8> {
+    let server = match BackstopMcp::new(backend)
+        .serve(backstop_mcp::rmcp::transport::stdio())
+        .await
+    {
+        Ok(server) => server,
+        Err(e) => {
+            writeln!(err, "backstop: mcp: the client did not initialize: {e}")?;
+            return Ok(EXIT_ISSUES);
+        }
+    };
+    match server.waiting().await {
+        Ok(_) => Ok(EXIT_OK),
+        Err(e) => {
+            writeln!(err, "backstop: mcp: {e}")?;
+            Ok(EXIT_ISSUES)
+        }
+    }
+}
+
+/// The local config: the file's, under the flags; never its keys (stdio is the local
+/// operator's own connection, like an open service).
+fn resolve(args: &McpArgs) -> (Config, Vec<Issue>) {
+    let mut issues = Vec::new();
+    let mut config = match &args.config {
+        Some(path) => Config::load(path).unwrap_or_else(|found| {
+            let origin = format!("--config {}", path.display());
+            issues.extend(found.into_iter().map(|issue| issue.within(&origin)));
+            Config::default()
+        }),
+        None => Config {
+            packs: default_packs(),
+            ..Config::default()
+        },
+    };
+    config.keys.clear();
+    if let Some(db) = &args.db {
+        config.db.clone_from(db);
+    }
+    if !args.packs.is_empty() {
+        config.packs.clone_from(&args.packs);
+    }
+    if !args.rules.is_empty() {
+        config.rules.clone_from(&args.rules);
+    }
+    if !args.strategies.is_empty() {
+        config.strategies.clone_from(&args.strategies);
+    }
+    (config, issues)
+}
+
+/// The API key in `path`: its one line, trimmed.
+fn read_key(path: &Path) -> Result<String, Issue> {
+    let origin = format!("--key-file {}", path.display());
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Issue::new(
+            &origin,
+            "unreadable",
+            format!("cannot read the key file: {e}"),
+        )
+    })?;
+    let key = text.trim();
+    if key.is_empty() || key.contains(char::is_whitespace) {
+        return Err(Issue::new(
+            &origin,
+            "bad_key",
+            "the key file must hold one API key on one line",
+        ));
+    }
+    Ok(key.to_owned())
+}
+
+/// A base URL the remote backend can call.
+fn check_url(url: &str) -> Result<(), Issue> {
+    let scheme_ok = url.starts_with("http://") || url.starts_with("https://");
+    if scheme_ok && url.len() > "https://".len() {
+        Ok(())
+    } else {
+        Err(Issue::new(
+            "--server",
+            "bad_url",
+            format!("`{url}` is not a URL like http://127.0.0.1:7600"),
+        ))
+    }
+}
