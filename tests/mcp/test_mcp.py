@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -51,6 +53,31 @@ def test_stdio_on_a_postgresql_ledger(binary: Path) -> None:
                 await scenario.run(session)
 
     anyio.run(main)
+
+
+def test_the_readme_config_entry(binary: Path, tmp_path: Path) -> None:
+    """README.md's MCP config entry, with its placeholder paths made real, serves the tools."""
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("### MCP", 1)[1]
+    found = re.search(r"```json\n(.*?)```", section, re.S)
+    assert found, "README.md's `### MCP` section has a ```json block"
+    entry = json.loads(found.group(1))["mcpServers"]["backstop"]
+    assert entry["command"] == "backstop"
+    args = [
+        arg.replace("/path/to/backstop/backstop.db", str(tmp_path / "backstop.db")).replace(
+            "/path/to/backstop", str(REPO)
+        )
+        for arg in entry["args"]
+    ]
+
+    async def main() -> None:
+        params = StdioServerParameters(command=str(binary), args=args)
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await scenario.run(session)
+
+    anyio.run(main)
+    assert (tmp_path / "backstop.db").exists()
 
 
 def test_stdio_forwarding_to_a_running_service(

@@ -58,6 +58,30 @@ impl AppState {
         store: Arc<dyn Store>,
         now: Timestamp,
     ) -> Result<AppState, backstop_store::StoreError> {
+        Self::build(config, config_path, catalog, store, now, true)
+    }
+
+    /// The same, but the ledger's notification targets stay as the servers set them: for a
+    /// process that sends no notifications (`backstop mcp` on a local ledger), whose empty
+    /// `[[notify]]` must not unsubscribe the fleet's targets.
+    pub fn new_keeping_subscriptions(
+        config: Config,
+        config_path: Option<PathBuf>,
+        catalog: Catalog,
+        store: Arc<dyn Store>,
+        now: Timestamp,
+    ) -> Result<AppState, backstop_store::StoreError> {
+        Self::build(config, config_path, catalog, store, now, false)
+    }
+
+    fn build(
+        config: Config,
+        config_path: Option<PathBuf>,
+        catalog: Catalog,
+        store: Arc<dyn Store>,
+        now: Timestamp,
+        subscribe: bool,
+    ) -> Result<AppState, backstop_store::StoreError> {
         let keys = config
             .keys
             .iter()
@@ -79,8 +103,10 @@ impl AppState {
                 position = entry.id;
             }
         }
-        // This server's [[notify]] targets become the ledger's from here on.
-        crate::notify::subscribe(store.as_ref(), &config.notify.targets, now)?;
+        if subscribe {
+            // This server's [[notify]] targets become the ledger's from here on.
+            crate::notify::subscribe(store.as_ref(), &config.notify.targets, now)?;
+        }
         let hinter = calls;
         let hinter = Arc::new(Mutex::new(hinter));
         let attempts = AttemptQueue::start(Arc::clone(&store), Arc::clone(&hinter), position)

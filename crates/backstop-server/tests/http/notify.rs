@@ -1,7 +1,8 @@
 //! Notifications reach a person: a held case posted, signed, to a real local receiver; a
 //! receiver that refuses connections, then answers 503, then comes back gets every
 //! notification, each delivered once under its one id; the Slack shape; two servers on one
-//! ledger send each notification once.
+//! ledger send each notification once; a process that sends none (`backstop mcp`) leaves the
+//! ledger's targets as they are.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -9,6 +10,8 @@ use std::time::{Duration, Instant};
 use backstop_core::notify::{DeliveryPolicy, NotifyFormat, NotifyKind, NotifyStatus};
 use backstop_core::recover::breaker::BreakerConfig;
 use backstop_core::recover::strategy::{BackoffConfig, BackoffKind};
+use backstop_server::AppState;
+use backstop_server::catalog::Catalog;
 use backstop_server::config::{NotifyConfig, NotifyTarget};
 use backstop_server::effects::signature::verify;
 use backstop_store::{NotificationFilter, NotificationRecord};
@@ -284,4 +287,43 @@ fn two_servers_on_one_ledger_send_each_notification_once() {
         .map(|r| r.headers["backstop-event-id"].as_str())
         .collect();
     assert_eq!((requests.len(), ids.len()), (12, 12), "{requests:#?}");
+}
+
+#[test]
+fn a_process_that_sends_no_notifications_keeps_the_ledgers_targets() {
+    let receiver = Receiver::start();
+    let server = server_notifying(target(
+        &receiver.url(),
+        &[NotifyKind::ReviewOpened],
+        NotifyFormat::Backstop,
+    ));
+    // `backstop mcp` on the same ledger: no [[notify]] of its own.
+    let mut config = server.state.config.clone();
+    config.notify = NotifyConfig::default();
+    let catalog = Catalog::load(&config).unwrap();
+    let guest = AppState::new_keeping_subscriptions(
+        config.clone(),
+        None,
+        catalog,
+        std::sync::Arc::clone(&server.state.store),
+        jiff::Timestamp::now(),
+    )
+    .unwrap();
+    drop(guest);
+    hold(&server, "kept-1", "kept.example");
+    assert_eq!(outbox(&server).len(), 1, "the target is still subscribed");
+
+    // A server with no [[notify]] does set the ledger's targets: none.
+    let catalog = Catalog::load(&config).unwrap();
+    let server_without = AppState::new(
+        config,
+        None,
+        catalog,
+        std::sync::Arc::clone(&server.state.store),
+        jiff::Timestamp::now(),
+    )
+    .unwrap();
+    drop(server_without);
+    hold(&server, "kept-2", "gone.example");
+    assert_eq!(outbox(&server).len(), 1, "nothing new is enqueued");
 }

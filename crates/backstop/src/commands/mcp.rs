@@ -11,7 +11,7 @@ use backstop_server::catalog::{Catalog, default_packs};
 use backstop_server::mcp::InProcess;
 use backstop_server::{Config, routes};
 
-use super::serve::{build_state, open_store};
+use super::serve::{Notifies, build_state, open_store};
 use super::{EXIT_ISSUES, EXIT_OK};
 use crate::cli::McpArgs;
 use crate::output;
@@ -39,7 +39,15 @@ pub fn run(args: &McpArgs, err: &mut impl Write) -> io::Result<u8> {
         return Ok(EXIT_ISSUES);
     };
     runtime.block_on(async {
-        let Some(state) = build_state(config, args.config.clone(), catalog, store, err).await?
+        let Some(state) = build_state(
+            config,
+            args.config.clone(),
+            catalog,
+            store,
+            Notifies::No,
+            err,
+        )
+        .await?
         else {
             return Ok(EXIT_ISSUES);
         };

@@ -49,7 +49,15 @@ pub fn run(args: &ServeArgs, out: &mut impl Write, err: &mut impl Write) -> io::
         let jobs: Vec<String> = catalog.packs.keys().cloned().collect();
         let open = config.keys.is_empty();
         let db = shown;
-        let Some(state) = build_state(config, args.config.clone(), catalog, store, err).await?
+        let Some(state) = build_state(
+            config,
+            args.config.clone(),
+            catalog,
+            store,
+            Notifies::Yes,
+            err,
+        )
+        .await?
         else {
             return Ok(EXIT_ISSUES);
         };
@@ -80,6 +88,15 @@ pub fn run(args: &ServeArgs, out: &mut impl Write, err: &mut impl Write) -> io::
     })
 }
 
+/// Whether the process sends notifications: only one that does sets the ledger's targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Notifies {
+    /// `serve`: its `[[notify]]` entries become the ledger's targets.
+    Yes,
+    /// `mcp`: the targets the servers set stay.
+    No,
+}
+
 /// Opens the config's ledger; `None` once the reason is written to `err`.
 pub(super) fn open_store(
     config: &Config,
@@ -104,16 +121,17 @@ pub(super) async fn build_state(
     config_path: Option<PathBuf>,
     catalog: Catalog,
     store: Box<dyn backstop_store::Store>,
+    notifies: Notifies,
     err: &mut impl Write,
 ) -> io::Result<Option<Arc<AppState>>> {
     let built = tokio::task::spawn_blocking(move || {
-        AppState::new(
-            config,
-            config_path,
-            catalog,
-            Arc::from(store),
-            Timestamp::now(),
-        )
+        let (store, now) = (Arc::from(store), Timestamp::now());
+        match notifies {
+            Notifies::Yes => AppState::new(config, config_path, catalog, store, now),
+            Notifies::No => {
+                AppState::new_keeping_subscriptions(config, config_path, catalog, store, now)
+            }
+        }
     })
     .await
     .map_err(io::Error::other)?;
