@@ -130,6 +130,13 @@ async def run(session: ClientSession) -> None:
     assert missing.is_error
     assert text_of(missing)[0].startswith("refused (404"), text_of(missing)
 
+    # Every decide tool answers; a request its schema refuses is a tool error that says why.
+    for name in sorted(EXPECTED_TOOLS):
+        if name.startswith("decide_") and name != "decide_vendor-risk":
+            empty = await session.call_tool(name, {})
+            assert empty.is_error, (name, text_of(empty))
+            assert "execution_id" in text_of(empty)[0], text_of(empty)
+
     bad_arguments = await session.call_tool("job_brief", {})
     assert bad_arguments.is_error
     assert "`job` is required" in text_of(bad_arguments)[0]

@@ -23,7 +23,8 @@ pub struct RateLimiter {
 /// Keys (callers, client addresses) past which full buckets are forgotten.
 const MAX_KEYS: usize = 10_000;
 
-/// Failed authentications a client address may make per second, and at once: past them it is
+/// The default failed authentications a client address may make per second, and at once
+/// (`limits.auth_failures_per_second`, `auth_failures_burst`): past them it is
 /// answered 429 with `Retry-After`, so guessing keys is slow.
 pub const AUTH_FAILURES_PER_SECOND: f64 = 5.0;
 /// See [`AUTH_FAILURES_PER_SECOND`].

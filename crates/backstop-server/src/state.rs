@@ -119,8 +119,8 @@ impl AppState {
             keys,
             limiter: RateLimiter::new(config.limits.rate_per_second, config.limits.burst),
             auth_failures: RateLimiter::new(
-                crate::limits::AUTH_FAILURES_PER_SECOND,
-                crate::limits::AUTH_FAILURES_BURST,
+                config.limits.auth_failures_per_second,
+                config.limits.auth_failures_burst,
             ),
             effects: crate::effects::Effects::new(
                 config

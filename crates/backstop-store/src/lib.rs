@@ -10,6 +10,7 @@
 //! never reaches a store.
 #![deny(missing_docs)]
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use backstop_core::case::{AttemptRecord, DecisionResult, Refusal, Request};
@@ -118,6 +119,12 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 
     /// Review items, newest first.
     fn reviews(&self, filter: &ReviewFilter) -> Result<Vec<ReviewItem>, StoreError>;
+
+    /// One review item, open or resolved.
+    fn review(&self, id: i64) -> Result<Option<ReviewItem>, StoreError>;
+
+    /// Counted and kept attempts since `since`, by job and result status, sorted.
+    fn attempt_counts(&self, since: Timestamp) -> Result<Vec<AttemptCount>, StoreError>;
 
     /// Resolves an open review item with an operator's decision; this ends the case's cycle,
     /// so its next attempt starts a new count.
@@ -356,6 +363,39 @@ pub struct CycleAttempt {
     /// The record.
     #[serde(flatten)]
     pub record: AttemptRecord,
+    /// The answer each question got in this attempt's result (values of the pack's answer
+    /// sets; no excerpt text).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub answers: BTreeMap<String, String>,
+}
+
+impl CycleAttempt {
+    /// The record, with the answers its stored result gave.
+    pub fn new(cycle: u32, record: AttemptRecord, result: &str) -> Self {
+        let answers = serde_json::from_str::<serde_json::Value>(result)
+            .ok()
+            .and_then(|result| {
+                serde_json::from_value::<BTreeMap<String, String>>(result.get("answers")?.clone())
+                    .ok()
+            })
+            .unwrap_or_default();
+        CycleAttempt {
+            cycle,
+            record,
+            answers,
+        }
+    }
+}
+
+/// How many attempts of one job ended in one status.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AttemptCount {
+    /// The job.
+    pub job: String,
+    /// The result status (`decided`, `held`, `undecided`, ...).
+    pub status: String,
+    /// How many.
+    pub count: u64,
 }
 
 /// Which review items to list.

@@ -69,6 +69,10 @@ pub fn attempt(pack: &Pack, state: &CaseState, request: &Request, now: Timestamp
     let lane_retry = match &state.review {
         None => false,
         Some(review) if review.retry_allowed && !review.retry_used => true,
+        // An item opened by an escalation (attempt limit, no progress) puts the case in a
+        // person's queue without holding it: attempts go on as the limit allows, and a
+        // request past the limit is refused with the escalation, as without the item.
+        Some(review) if is_escalation_lane(&review.lane) => false,
         Some(review) => {
             return Attempted::Refused(
                 Refusal::new(
@@ -191,8 +195,7 @@ pub fn attempt(pack: &Pack, state: &CaseState, request: &Request, now: Timestamp
             result: serde_json::to_string(&result).unwrap_or_default(),
         },
         end_cycle: result.status == ResultStatus::Decided,
-        open_review: (result.status == ResultStatus::Held && state.review.is_none()).then(|| {
-            let lane = result.outcome.clone().unwrap_or_default();
+        open_review: review_to_open(&result, state).map(|lane| {
             NewReview {
                 // Only a retry this result offers: a lane's retry past the limit is none.
                 retry_allowed: result.attempts.next == Some(Next::Retry),
@@ -212,6 +215,26 @@ pub fn attempt(pack: &Pack, state: &CaseState, request: &Request, now: Timestamp
         result: Box::new(result),
         change: Box::new(change),
     }
+}
+
+/// The lane of the review item this result opens, if any: a held result's lane, or the
+/// trigger of an escalation that hands the case to a person now (`attempt_limit`,
+/// `no_progress`). A case with an open item opens no second one.
+fn review_to_open(result: &DecisionResult, state: &CaseState) -> Option<String> {
+    if state.review.is_some() {
+        return None;
+    }
+    if result.status == ResultStatus::Held {
+        return Some(result.outcome.clone().unwrap_or_default());
+    }
+    let trigger = result.escalation.as_ref()?.trigger;
+    matches!(trigger, Trigger::AttemptLimit | Trigger::NoProgress)
+        .then(|| trigger.as_str().to_owned())
+}
+
+/// Whether a review item's lane is an escalation's trigger rather than a pack's lane.
+pub fn is_escalation_lane(lane: &str) -> bool {
+    lane == Trigger::AttemptLimit.as_str() || lane == Trigger::NoProgress.as_str()
 }
 
 /// A request on a case whose pack makes its decision final: answered `noop` and kept as

@@ -14,6 +14,7 @@
 //! - `attempt`: limits, progress, escalations, reviews and the result
 //! - `result`: the wire shapes of `PACKS.md`
 //! - `refusal_code`: every refusal code with its HTTP status
+//! - `resolution`: the decisions a review item may be resolved with
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -24,10 +25,11 @@ mod refusal_code;
 mod request;
 #[cfg(feature = "openapi")]
 mod request_schema;
+pub mod resolution;
 mod result;
 
-pub use attempt::attempt;
 pub(crate) use attempt::escalation;
+pub use attempt::{attempt, is_escalation_lane};
 pub use refusal_code::RefusalCode;
 pub use request::{
     CaseLookup, MAX_EXECUTION_ID_CHARS, REQUEST_FIELDS, RelatedRecord, Request, parse_request,

@@ -337,7 +337,12 @@ fn after_a_policy_denial_the_task_stops_whatever_it_tries_next() {
         h.next("u", &other, &on("python"), t(1)).action,
         Action::RetrySame
     );
+    let stopped = h.stopped_tasks();
+    assert_eq!(stopped.len(), 1, "{stopped:?}");
+    assert_eq!(stopped[0].0, "t");
+    assert!(stopped[0].1.contains("shell"), "{stopped:?}");
     h.reset("t");
+    assert!(h.stopped_tasks().is_empty());
     assert_eq!(
         h.next("t", &other, &on("python"), t(2)).action,
         Action::RetrySame

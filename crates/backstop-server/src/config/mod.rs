@@ -32,11 +32,13 @@ const TOP_KEYS: [&str; 11] = [
     "limits",
     "keys",
 ];
-const LIMIT_KEYS: [&str; 7] = [
+const LIMIT_KEYS: [&str; 9] = [
     "body_bytes",
     "timeout_ms",
     "rate_per_second",
     "burst",
+    "auth_failures_per_second",
+    "auth_failures_burst",
     "header_timeout_ms",
     "idle_timeout_ms",
     "max_connections",
@@ -79,6 +81,11 @@ pub struct Limits {
     pub rate_per_second: f64,
     /// Requests a caller may make at once before the rate applies (default 400).
     pub burst: f64,
+    /// Failed authentications per second per client address (default 5): a brake on
+    /// guessing keys.
+    pub auth_failures_per_second: f64,
+    /// Failed authentications a client address may make at once (default 20).
+    pub auth_failures_burst: f64,
     /// From a request's first byte to the end of its head (default 10 s); past it, the
     /// connection is closed.
     pub header_timeout: Duration,
@@ -95,6 +102,8 @@ impl Default for Limits {
             timeout: Duration::from_secs(10),
             rate_per_second: 200.0,
             burst: 400.0,
+            auth_failures_per_second: crate::limits::AUTH_FAILURES_PER_SECOND,
+            auth_failures_burst: crate::limits::AUTH_FAILURES_BURST,
             header_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_mins(1),
             max_connections: 1024,
@@ -307,6 +316,12 @@ fn limits(value: &Value, issues: &mut Vec<Issue>) -> Limits {
     if let Some(burst) = positive("burst") {
         limits.burst = burst.max(1.0);
     }
+    if let Some(rate) = positive("auth_failures_per_second") {
+        limits.auth_failures_per_second = rate;
+    }
+    if let Some(burst) = positive("auth_failures_burst") {
+        limits.auth_failures_burst = burst.max(1.0);
+    }
     if let Some(ms) = positive("header_timeout_ms") {
         limits.header_timeout = Duration::from_secs_f64(ms / 1000.0);
     }
@@ -416,6 +431,8 @@ body_bytes = 2048
 timeout_ms = 500
 rate_per_second = 5
 burst = 10
+auth_failures_per_second = 0.5
+auth_failures_burst = 3
 header_timeout_ms = 2500
 idle_timeout_ms = 30000
 max_connections = 64
@@ -434,6 +451,8 @@ role = "agent"
         assert_eq!(config.limits.header_timeout, Duration::from_millis(2500));
         assert_eq!(config.limits.idle_timeout, Duration::from_secs(30));
         assert_eq!(config.limits.max_connections, 64);
+        assert!((config.limits.auth_failures_per_second - 0.5).abs() < f64::EPSILON);
+        assert!((config.limits.auth_failures_burst - 3.0).abs() < f64::EPSILON);
         assert_eq!(config.keys[0].role, Role::Agent);
     }
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use backstop_core::Issue;
+use backstop_core::case::resolution;
 use backstop_store::{Resolution, ReviewFilter, ReviewItem, StoreError};
 use jiff::Timestamp;
 use serde::Deserialize;
@@ -149,6 +150,11 @@ pub async fn resolve(
     let (Some(id), true) = (id, issues.is_empty()) else {
         return Err(ApiError::malformed(issues));
     };
+    let item = review_item(&state, id).await?;
+    let allowed = allowed_resolutions(&state, &item)?;
+    if let Err(issue) = resolution::check(&body.decision, &allowed, "decision") {
+        return Err(ApiError::malformed(vec![issue]));
+    }
     let resolution = Resolution {
         by: caller.id.clone(),
         decision: body.decision,
@@ -175,4 +181,36 @@ pub async fn resolve(
         }
         Err(e) => Err(ApiError::store("the ledger failed", &e)),
     }
+}
+
+/// The review item `id`, or `unknown_review`.
+pub async fn review_item(state: &AppState, id: i64) -> Result<ReviewItem, ApiError> {
+    let store = Arc::clone(&state.store);
+    tokio::task::spawn_blocking(move || store.review(id))
+        .await
+        .map_err(|e| ApiError::internal("a review lookup failed", &e))?
+        .map_err(|e| ApiError::store("the ledger failed", &e))?
+        .ok_or_else(|| ApiError::new(RefusalCode::UnknownReview, format!("no review item {id}")))
+}
+
+/// The decisions `item` may be resolved with: its job's pack's decisions for a case, `retry`
+/// or `stop` for a task, and `handoff` for both. A case whose pack is not loaded cannot be
+/// checked, so it is refused rather than resolved blind.
+pub fn allowed_resolutions(state: &AppState, item: &ReviewItem) -> Result<Vec<String>, ApiError> {
+    if item.kind == "task" {
+        return Ok(resolution::allowed(None));
+    }
+    let catalog = state.catalog();
+    let Some(pack) = catalog.packs.get(&item.job) else {
+        return Err(ApiError::malformed(vec![Issue::new(
+            "decision",
+            "unknown_job",
+            format!(
+                "the pack of job `{}` is not loaded, so the decision cannot be checked; load \
+                 it (packs in the config, then SIGHUP) and resolve again",
+                item.job
+            ),
+        )]));
+    };
+    Ok(resolution::allowed(Some(pack)))
 }

@@ -96,6 +96,30 @@ fn only_an_operator_resolves_reviews_and_grants_retries() {
         (grant.status, grant.refused()),
         (403, "forbidden".to_owned())
     );
+    // Only a decision the pack has (or a hand-off): anything else is refused with the list.
+    let made_up = server.post(
+        &path,
+        Some(OPERATOR),
+        &json!({"decision": "totally_made_up"}),
+    );
+    assert_eq!(made_up.status, 400, "{}", made_up.text);
+    let issue = &made_up.json()["error"]["issues"][0];
+    assert_eq!(
+        (issue["path"].as_str(), issue["code"].as_str()),
+        (Some("decision"), Some("unknown_decision"))
+    );
+    assert!(
+        issue["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("approve, handoff"),
+        "{issue}"
+    );
+    let still_open = server.get("/v1/reviews", Some(OPERATOR)).json();
+    assert_eq!(
+        still_open["reviews"][0]["resolution"],
+        serde_json::Value::Null
+    );
     let resolved = server.post(&path, Some(OPERATOR), &body);
     assert_eq!(resolved.status, 200, "{}", resolved.text);
     assert_eq!(resolved.json()["resolution"]["by"], "dana");

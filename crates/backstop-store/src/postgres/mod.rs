@@ -23,10 +23,10 @@ use postgres::{Client, NoTls};
 use backstop_core::effects::{DispatchRequest, DispatchState};
 
 use crate::{
-    CallEvent, CaseRecord, DeliveryRecord, DispatchContext, DispatchFilter, DispatchRecord,
-    DispatchReply, DispatchUpdate, JournalEntry, NotificationFilter, NotificationRecord,
-    NotifyOutcome, Purged, Reply, Resolution, ReviewFilter, ReviewItem, Store, StoreError,
-    Subscription, TaskEscalation,
+    AttemptCount, CallEvent, CaseRecord, DeliveryRecord, DispatchContext, DispatchFilter,
+    DispatchRecord, DispatchReply, DispatchUpdate, JournalEntry, NotificationFilter,
+    NotificationRecord, NotifyOutcome, Purged, Reply, Resolution, ReviewFilter, ReviewItem, Store,
+    StoreError, Subscription, TaskEscalation,
 };
 
 mod effects;
@@ -126,6 +126,14 @@ impl Store for PostgresStore {
 
     fn reviews(&self, filter: &ReviewFilter) -> Result<Vec<ReviewItem>, StoreError> {
         self.side(|client| queries::reviews(client, filter))
+    }
+
+    fn review(&self, id: i64) -> Result<Option<ReviewItem>, StoreError> {
+        self.side(|client| queries::review(client, id))
+    }
+
+    fn attempt_counts(&self, since: Timestamp) -> Result<Vec<AttemptCount>, StoreError> {
+        self.side(|client| queries::attempt_counts(client, since))
     }
 
     fn resolve_review(

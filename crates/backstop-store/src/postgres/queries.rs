@@ -8,8 +8,8 @@ use super::uint;
 use crate::codec::timestamp;
 use crate::notify::task_failure;
 use crate::{
-    CallEvent, CaseRecord, CycleAttempt, JournalEntry, Purged, Resolution, ResolvedBy,
-    ReviewFilter, ReviewItem, StoreError, TaskEscalation,
+    AttemptCount, CallEvent, CaseRecord, CycleAttempt, JournalEntry, Purged, Resolution,
+    ResolvedBy, ReviewFilter, ReviewItem, StoreError, TaskEscalation,
 };
 use backstop_core::notify::Notice;
 
@@ -30,9 +30,21 @@ pub fn case(
     else {
         return Ok(None);
     };
+    let results: std::collections::HashMap<String, String> = client
+        .query(
+            "SELECT execution_id, result FROM attempts
+             WHERE caller = $1 AND job = $2 AND case_id = $3",
+            &[&caller, &job, &case_id],
+        )?
+        .iter()
+        .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+        .collect::<Result<_, postgres::Error>>()?;
     let attempts = attempts(client, caller, job, case_id, None)?
         .into_iter()
-        .map(|(cycle, record)| CycleAttempt { cycle, record })
+        .map(|(cycle, record)| {
+            let result = results.get(&record.execution_id).map_or("", String::as_str);
+            CycleAttempt::new(cycle, record, result)
+        })
         .collect();
     let reviews = client
         .query(
@@ -72,6 +84,36 @@ pub fn reviews(client: &mut Client, filter: &ReviewFilter) -> Result<Vec<ReviewI
         )?
         .iter()
         .map(review_row)
+        .collect()
+}
+
+pub fn review(client: &mut Client, id: i64) -> Result<Option<ReviewItem>, StoreError> {
+    let select = format!("SELECT {REVIEW_COLUMNS} FROM reviews WHERE id = $1");
+    client
+        .query_opt(&select, &[&id])?
+        .as_ref()
+        .map(review_row)
+        .transpose()
+}
+
+pub fn attempt_counts(
+    client: &mut Client,
+    since: Timestamp,
+) -> Result<Vec<AttemptCount>, StoreError> {
+    client
+        .query(
+            "SELECT job, status, COUNT(*) FROM attempts WHERE at >= $1
+             GROUP BY job, status ORDER BY job, status",
+            &[&since.as_millisecond()],
+        )?
+        .iter()
+        .map(|row| {
+            Ok(AttemptCount {
+                job: row.try_get(0)?,
+                status: row.try_get(1)?,
+                count: row.try_get::<_, i64>(2)?.try_into().unwrap_or(0),
+            })
+        })
         .collect()
 }
 

@@ -22,10 +22,10 @@ use rusqlite::Connection;
 use backstop_core::effects::{DispatchRequest, DispatchState};
 
 use crate::{
-    CallEvent, CaseRecord, DeliveryRecord, DispatchContext, DispatchFilter, DispatchRecord,
-    DispatchReply, DispatchUpdate, JournalEntry, NotificationFilter, NotificationRecord,
-    NotifyOutcome, Purged, Reply, Resolution, ReviewFilter, ReviewItem, Store, StoreError,
-    Subscription, TaskEscalation,
+    AttemptCount, CallEvent, CaseRecord, DeliveryRecord, DispatchContext, DispatchFilter,
+    DispatchRecord, DispatchReply, DispatchUpdate, JournalEntry, NotificationFilter,
+    NotificationRecord, NotifyOutcome, Purged, Reply, Resolution, ReviewFilter, ReviewItem, Store,
+    StoreError, Subscription, TaskEscalation,
 };
 
 mod checkpoint;
@@ -137,6 +137,14 @@ impl Store for SqliteStore {
 
     fn reviews(&self, filter: &ReviewFilter) -> Result<Vec<ReviewItem>, StoreError> {
         self.read(|connection| queries::reviews(connection, filter))
+    }
+
+    fn review(&self, id: i64) -> Result<Option<ReviewItem>, StoreError> {
+        self.read(|connection| queries::review(connection, id))
+    }
+
+    fn attempt_counts(&self, since: Timestamp) -> Result<Vec<AttemptCount>, StoreError> {
+        self.read(|connection| queries::attempt_counts(connection, since))
     }
 
     fn resolve_review(

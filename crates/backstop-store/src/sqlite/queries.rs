@@ -7,8 +7,8 @@ use super::ledger::attempts;
 use crate::codec::{millis, timestamp};
 use crate::notify::task_failure;
 use crate::{
-    CallEvent, CaseRecord, CycleAttempt, JournalEntry, Purged, Resolution, ResolvedBy,
-    ReviewFilter, ReviewItem, StoreError, TaskEscalation,
+    AttemptCount, CallEvent, CaseRecord, CycleAttempt, JournalEntry, Purged, Resolution,
+    ResolvedBy, ReviewFilter, ReviewItem, StoreError, TaskEscalation,
 };
 use backstop_core::notify::Notice;
 
@@ -37,9 +37,21 @@ pub fn case(
     let Some((issued, opened_at, cycle)) = found else {
         return Ok(None);
     };
+    let results: std::collections::HashMap<String, String> = connection
+        .prepare_cached(
+            "SELECT execution_id, result FROM attempts
+             WHERE caller = ?1 AND job = ?2 AND case_id = ?3",
+        )?
+        .query_map(params![caller, job, case_id], |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+        })?
+        .collect::<Result<_, _>>()?;
     let attempts = attempts(connection, caller, job, case_id, None)?
         .into_iter()
-        .map(|(cycle, record)| CycleAttempt { cycle, record })
+        .map(|(cycle, record)| {
+            let result = results.get(&record.execution_id).map_or("", String::as_str);
+            CycleAttempt::new(cycle, record, result)
+        })
         .collect();
     let sql = format!(
         "SELECT {REVIEW_COLUMNS} FROM reviews WHERE caller = ?1 AND job = ?2 AND case_id = ?3
@@ -82,6 +94,35 @@ pub fn reviews(
         )?
         .map(|row| row?)
         .collect()
+}
+
+pub fn review(connection: &Connection, id: i64) -> Result<Option<ReviewItem>, StoreError> {
+    let sql = format!("SELECT {REVIEW_COLUMNS} FROM reviews WHERE id = ?1");
+    connection
+        .prepare_cached(&sql)?
+        .query_row(params![id], review_row)
+        .optional()?
+        .transpose()
+}
+
+pub fn attempt_counts(
+    connection: &Connection,
+    since: Timestamp,
+) -> Result<Vec<AttemptCount>, StoreError> {
+    connection
+        .prepare_cached(
+            "SELECT job, status, COUNT(*) FROM attempts WHERE at >= ?1
+             GROUP BY job, status ORDER BY job, status",
+        )?
+        .query_map(params![millis(since)], |row| {
+            Ok(AttemptCount {
+                job: row.get(0)?,
+                status: row.get(1)?,
+                count: row.get::<_, i64>(2)?.try_into().unwrap_or(0),
+            })
+        })?
+        .collect::<Result<_, _>>()
+        .map_err(StoreError::from)
 }
 
 pub fn resolve(

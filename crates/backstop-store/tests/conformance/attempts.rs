@@ -77,6 +77,15 @@ pub fn a_request_past_the_limit_is_refused_with_the_escalation(store: &dyn Store
     assert_eq!(escalation["id"], "vendor-desk");
     assert_eq!(escalation["trigger"], "attempt_limit");
     assert_eq!(escalation["to"], "Vendor management");
+    let queued = store
+        .reviews(&backstop_store::ReviewFilter::default())
+        .unwrap();
+    assert_eq!(
+        queued.len(),
+        1,
+        "the attempt that reached the limit queued the case once"
+    );
+    assert_eq!(queued[0].lane, "attempt_limit");
     let record = store
         .case("a", "vendor-risk", "northwind.com")
         .unwrap()
@@ -93,6 +102,19 @@ pub fn an_attempt_without_progress_escalates_at_once(store: &dyn Store) {
     assert_eq!(attempts(result), (2, 0, json!("escalate")));
     assert_eq!(result["escalation"]["trigger"], "no_progress");
     assert_eq!(result["escalation"]["id"], "vendor-desk");
+    // The escalation puts the case in a person's queue, once.
+    let open = store
+        .reviews(&backstop_store::ReviewFilter::default())
+        .unwrap();
+    assert_eq!(open.len(), 1, "{open:?}");
+    assert_eq!(
+        (open[0].lane.as_str(), open[0].escalation.as_str()),
+        ("no_progress", "vendor-desk")
+    );
+    assert_eq!(
+        (open[0].kind.as_str(), open[0].case_id.as_str()),
+        ("case", "n.com")
+    );
     let third = ask(store, &pack, "a", &vendor("e3", "n.com", &[NO_DATA]), at(2));
     assert_eq!(third.refused(), "attempt_limit_reached");
 }
@@ -209,6 +231,26 @@ pub fn a_decision_starts_a_new_count(store: &dyn Store) {
     assert_eq!(attempts(again.result()), (1, 2, json!("retry")));
     let record = store.case("a", "vendor-risk", "d.com").unwrap().unwrap();
     assert_eq!(record.cycle, 1);
+    // Each attempt shows the answers its result gave, for a person reading the case.
+    let decided_attempt = &record.attempts[1];
+    assert_eq!(decided_attempt.record.execution_id, "e2");
+    let answers = serde_json::to_value(&decided_attempt.answers).unwrap();
+    assert_eq!(answers, result["answers"], "{record:?}");
+    assert!(!decided_attempt.answers.is_empty());
+    // The fleet page's decisions per job.
+    let counts: Vec<(String, String, u64)> = store
+        .attempt_counts(at(0))
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.job, c.status, c.count))
+        .collect();
+    let vendor = |status: &str, n| ("vendor-risk".to_owned(), status.to_owned(), n);
+    assert_eq!(counts, [vendor("decided", 1), vendor("undecided", 2)]);
+    assert_eq!(
+        store.attempt_counts(at(2)).unwrap().len(),
+        1,
+        "only attempts since the time given"
+    );
 }
 
 /// "Resending the same request with the same execution ID is never counted twice."

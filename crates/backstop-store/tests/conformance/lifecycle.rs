@@ -87,7 +87,16 @@ pub fn a_resolved_case_takes_no_late_result(store: &dyn Store) {
         decision: "acknowledged".to_owned(),
         note: None,
     };
+    let open = store.review(id).unwrap().unwrap();
+    assert_eq!(open.id, id);
+    assert!(open.resolution.is_none());
     store.resolve_review(id, &by_hand, at(1)).unwrap();
+    let resolved = store.review(id).unwrap().unwrap();
+    assert_eq!(resolved.resolution.unwrap().decision, "acknowledged");
+    assert!(
+        store.review(id + 1000).unwrap().is_none(),
+        "an unknown id is none"
+    );
     let late = ask(
         store,
         &pack,

@@ -380,6 +380,17 @@ impl Hinter {
         names
     }
 
+    /// The tasks a policy denial stopped, with the denial, sorted by task.
+    pub fn stopped_tasks(&self) -> Vec<(String, String)> {
+        let mut stopped: Vec<(String, String)> = self
+            .tasks
+            .iter()
+            .filter_map(|(task, state)| Some((task.clone(), state.denied.clone()?)))
+            .collect();
+        stopped.sort();
+        stopped
+    }
+
     /// A tool's breaker and budget as they stand at `now`, if the tool has been seen.
     pub fn tool_views(&self, tool: &str, now: Timestamp) -> Option<(BreakerView, BudgetView)> {
         self.tools
