@@ -16,6 +16,7 @@
 //! - `effects`: side effects: deliveries decided, the reconciliation sweep, the simulator
 //! - `notify`: notifications for people: targets subscribed, the outbox delivered, signed
 //! - `routes`: one module per resource
+//! - `ui`: the operator's page at `/ui`: queue, item, resolution, fleet (signed sessions, CSRF)
 //! - `mcp`: MCP over streamable HTTP at `/mcp`, each tool call a request to the API's router
 #![deny(missing_docs)]
 
@@ -39,6 +40,7 @@ mod openapi_constraints;
 pub mod queue;
 pub mod routes;
 pub mod state;
+pub mod ui;
 
 pub use backstop_store as store;
 pub use config::Config;

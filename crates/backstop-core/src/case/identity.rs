@@ -111,7 +111,8 @@ fn short_hash(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes)[..16])
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// Bytes as lower-case hex.
+pub fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
     bytes
         .iter()

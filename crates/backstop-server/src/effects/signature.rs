@@ -59,10 +59,7 @@ fn mac(secret: &str, timestamp: i64, body: &[u8]) -> Hmac<Sha256> {
 /// The header value that signs `body` at `timestamp` (unix seconds).
 pub fn sign(secret: &str, timestamp: i64, body: &[u8]) -> String {
     let digest = mac(secret, timestamp, body).finalize().into_bytes();
-    let hex = digest.iter().fold(String::new(), |mut out, b| {
-        let _ = std::fmt::Write::write_fmt(&mut out, format_args!("{b:02x}"));
-        out
-    });
+    let hex = backstop_core::case::identity::hex(&digest);
     format!("t={timestamp},v1={hex}")
 }
 

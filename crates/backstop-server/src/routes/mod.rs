@@ -24,12 +24,14 @@ pub mod reviews;
 pub mod tasks;
 pub mod webhooks;
 
-/// Every route, with authentication, limits and metrics, and MCP at `/mcp`.
+/// Every route, with authentication, limits and metrics; MCP at `/mcp`; the operator's page
+/// at `/ui`.
 pub fn router(state: Arc<AppState>) -> Router {
     let api = api_router(Arc::clone(&state));
     let mcp = crate::mcp::routes(&state, api.clone())
-        .route_layer(middleware::from_fn_with_state(state, count));
-    api.merge(mcp)
+        .route_layer(middleware::from_fn_with_state(Arc::clone(&state), count));
+    let ui = crate::ui::routes(&state).route_layer(middleware::from_fn_with_state(state, count));
+    api.merge(mcp).merge(ui)
 }
 
 /// Every API route, with authentication, limits and metrics: what MCP tool calls reach.

@@ -150,15 +150,29 @@ pub async fn resolve(
     let (Some(id), true) = (id, issues.is_empty()) else {
         return Err(ApiError::malformed(issues));
     };
-    let item = review_item(&state, id).await?;
-    let allowed = allowed_resolutions(&state, &item)?;
-    if let Err(issue) = resolution::check(&body.decision, &allowed, "decision") {
+    let resolved = resolve_item(&state, &caller, id, body.decision, body.note).await?;
+    Ok(Json(resolved))
+}
+
+/// Resolves item `id` as `caller` (an operator): the decision must be one the item allows; a
+/// task's item resolved with `retry` also resets the task. The API and the operator's page
+/// both resolve through here.
+pub async fn resolve_item(
+    state: &AppState,
+    caller: &Caller,
+    id: i64,
+    decision: String,
+    note: Option<String>,
+) -> Result<ReviewItem, ApiError> {
+    let item = review_item(state, id).await?;
+    let allowed = allowed_resolutions(state, &item)?;
+    if let Err(issue) = resolution::check(&decision, &allowed, "decision") {
         return Err(ApiError::malformed(vec![issue]));
     }
     let resolution = Resolution {
         by: caller.id.clone(),
-        decision: body.decision,
-        note: body.note.filter(|n| !n.trim().is_empty()),
+        decision,
+        note: note.filter(|n| !n.trim().is_empty()),
     };
     let store = Arc::clone(&state.store);
     let resolved = tokio::task::spawn_blocking(move || {
@@ -171,7 +185,7 @@ pub async fn resolve(
             if let Some(reset) = crate::journal::task_review_reset(&item, &caller.id) {
                 state.attempts.journal(reset).await?;
             }
-            Ok(Json(item))
+            Ok(item)
         }
         Err(StoreError::NotFound(message)) => {
             Err(ApiError::new(RefusalCode::UnknownReview, message))

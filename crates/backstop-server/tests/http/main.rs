@@ -22,3 +22,4 @@ mod receiver;
 mod strategies;
 mod support;
 mod tasks;
+mod ui;

@@ -1,0 +1,229 @@
+//! `/ui` over a real socket without a browser: sign-in for operators only, sessions and CSRF
+//! tokens refused when missing or wrong, the security headers on every answer.
+
+use backstop_server::ui::session::{COOKIE, LOGIN_COOKIE};
+
+use crate::support::{AGENT_A, OPERATOR, Server, start, vendor};
+
+/// A client that follows no redirect and reports every status.
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .build()
+        .into()
+}
+
+#[derive(Debug)]
+struct Page {
+    status: u16,
+    location: Option<String>,
+    cookies: Vec<String>,
+    csp: Option<String>,
+    text: String,
+}
+
+fn page(mut response: ureq::http::Response<ureq::Body>) -> Page {
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let location = header("location");
+    let csp = header("content-security-policy");
+    let cookies = response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok().map(str::to_owned))
+        .collect();
+    Page {
+        status: response.status().as_u16(),
+        location,
+        cookies,
+        csp,
+        text: response.body_mut().read_to_string().unwrap_or_default(),
+    }
+}
+
+fn get(server: &Server, path: &str, cookie: Option<&str>) -> Page {
+    let mut request = agent().get(&server.url(path));
+    if let Some(cookie) = cookie {
+        request = request.header("Cookie", cookie);
+    }
+    page(request.call().unwrap())
+}
+
+fn post_form(server: &Server, path: &str, cookie: Option<&str>, form: &[(&str, &str)]) -> Page {
+    let mut request = agent().post(&server.url(path));
+    if let Some(cookie) = cookie {
+        request = request.header("Cookie", cookie);
+    }
+    page(request.send_form(form.iter().copied()).unwrap())
+}
+
+/// The value of `name` in a `Set-Cookie` list.
+fn set_cookie(page: &Page, name: &str) -> Option<String> {
+    page.cookies.iter().find_map(|c| {
+        let (pair, _) = c.split_once(';')?;
+        let (key, value) = pair.split_once('=')?;
+        (key == name).then(|| value.to_owned())
+    })
+}
+
+/// The value of the hidden `csrf` field.
+fn csrf_field(html: &str) -> String {
+    let at = html.find(r#"name="csrf" value=""#).expect("a csrf field") + 19;
+    html[at..].split('"').next().unwrap().to_owned()
+}
+
+/// Signs in with `key`; the session cookie header, or the sign-in answer.
+fn sign_in(server: &Server, key: &str) -> Result<String, Page> {
+    let form = get(server, "/ui/login", None);
+    let nonce = set_cookie(&form, LOGIN_COOKIE).unwrap();
+    assert_eq!(
+        csrf_field(&form.text),
+        nonce,
+        "double-submit: cookie and field agree"
+    );
+    let answer = post_form(
+        server,
+        "/ui/login",
+        Some(&format!("{LOGIN_COOKIE}={nonce}")),
+        &[("key", key), ("csrf", &nonce)],
+    );
+    match set_cookie(&answer, COOKIE) {
+        Some(token) if answer.status == 303 => Ok(format!("{COOKIE}={token}")),
+        _ => Err(answer),
+    }
+}
+
+#[test]
+fn nothing_is_shown_without_a_session_and_agents_cannot_sign_in() {
+    let server = start();
+    for path in ["/ui", "/ui/fleet", "/ui/items/1"] {
+        let answer = get(&server, path, None);
+        assert_eq!(answer.status, 303, "{path}");
+        assert_eq!(answer.location.as_deref(), Some("/ui/login"));
+        assert!(!answer.text.contains("Queue"), "{path}");
+    }
+    let refused = sign_in(&server, AGENT_A).unwrap_err();
+    assert_eq!(refused.status, 401);
+    assert!(
+        refused.text.contains("agent&#39;s key") || refused.text.contains("agent's key"),
+        "{}",
+        refused.text
+    );
+    let unknown = sign_in(&server, "not-a-key").unwrap_err();
+    assert_eq!(unknown.status, 401);
+    // A forged cookie is no session.
+    let forged = get(
+        &server,
+        "/ui",
+        Some(&format!("{COOKIE}=0123456789abcdef.9999999999.00")),
+    );
+    assert_eq!(forged.status, 303);
+}
+
+#[test]
+fn a_sign_in_needs_the_forms_own_token() {
+    let server = start();
+    let answer = post_form(
+        &server,
+        "/ui/login",
+        Some(&format!("{LOGIN_COOKIE}=aaaa")),
+        &[("key", OPERATOR), ("csrf", "bbbb")],
+    );
+    assert_eq!(answer.status, 403);
+    assert!(set_cookie(&answer, COOKIE).is_none());
+}
+
+#[test]
+fn the_session_cookie_is_httponly_and_strict_and_pages_allow_no_script() {
+    let server = start();
+    let form = get(&server, "/ui/login", None);
+    let nonce = set_cookie(&form, LOGIN_COOKIE).unwrap();
+    let answer = post_form(
+        &server,
+        "/ui/login",
+        Some(&format!("{LOGIN_COOKIE}={nonce}")),
+        &[("key", OPERATOR), ("csrf", &nonce)],
+    );
+    let session = answer
+        .cookies
+        .iter()
+        .find(|c| c.starts_with(COOKIE))
+        .unwrap();
+    assert!(session.contains("HttpOnly"), "{session}");
+    assert!(session.contains("SameSite=Strict"), "{session}");
+    let cookie = format!("{COOKIE}={}", set_cookie(&answer, COOKIE).unwrap());
+    for path in ["/ui", "/ui/fleet", "/ui/login", "/ui/style.css"] {
+        let shown = get(&server, path, Some(&cookie));
+        let csp = shown.csp.unwrap_or_default();
+        assert!(csp.contains("default-src 'none'"), "{path}: {csp}");
+        assert!(!csp.contains("script-src"), "{path}: {csp}");
+        assert!(!shown.text.contains("<script"), "{path}");
+    }
+}
+
+#[test]
+fn a_resolution_needs_a_session_and_its_csrf_token_and_an_allowed_decision() {
+    let server = start();
+    let held = server.post(
+        "/v1/jobs/vendor-risk/decisions",
+        Some(AGENT_A),
+        &vendor(
+            "ui-1",
+            "ui.example",
+            "The processor handles personal data of customers.",
+        ),
+    );
+    assert_eq!(held.json()["status"], "held", "{}", held.text);
+    let id = server
+        .state
+        .store
+        .reviews(&backstop_store::ReviewFilter::default())
+        .unwrap()[0]
+        .id;
+    let cookie = sign_in(&server, OPERATOR).unwrap();
+    let item = get(&server, &format!("/ui/items/{id}"), Some(&cookie));
+    assert_eq!(item.status, 200);
+    assert!(
+        item.text.contains("Privacy team"),
+        "the escalation names who it goes to"
+    );
+    let csrf = csrf_field(&item.text);
+    let path = format!("/ui/items/{id}/resolve");
+    let form = |csrf: &str, decision: &str| {
+        vec![("csrf", csrf.to_owned()), ("decision", decision.to_owned())]
+    };
+    let send = |cookie: Option<&str>, fields: Vec<(&str, String)>| {
+        let borrowed: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        post_form(&server, &path, cookie, &borrowed)
+    };
+    assert_eq!(send(None, form(&csrf, "approve")).status, 403, "no session");
+    assert_eq!(
+        send(Some(&cookie), form("wrong", "approve")).status,
+        403,
+        "a wrong CSRF token"
+    );
+    let made_up = send(Some(&cookie), form(&csrf, "totally_made_up"));
+    assert_eq!(made_up.status, 400);
+    assert!(
+        made_up.text.contains("approve, handoff"),
+        "{}",
+        made_up.text
+    );
+    let handoff = send(Some(&cookie), form(&csrf, "handoff"));
+    assert_eq!(handoff.status, 400, "a hand-off needs a note");
+    let open = server.state.store.review(id).unwrap().unwrap();
+    assert!(open.resolution.is_none(), "nothing was resolved yet");
+    let done = send(Some(&cookie), form(&csrf, "approve"));
+    assert_eq!(done.status, 303);
+    assert_eq!(done.location, Some(format!("/ui?resolved={id}")));
+    let resolved = server.state.store.review(id).unwrap().unwrap();
+    let by = resolved.resolution.unwrap();
+    assert_eq!((by.decision.as_str(), by.by.as_str()), ("approve", "dana"));
+}
