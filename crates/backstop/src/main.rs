@@ -137,6 +137,9 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Review(cli::ReviewCommand::List(args)) => {
             commands::review::list(&args, &mut out, &mut err)?
         }
+        Command::Review(cli::ReviewCommand::Show(args)) => {
+            commands::review::show(&args, &mut out, &mut err)?
+        }
         Command::Review(cli::ReviewCommand::Resolve(args)) => {
             commands::review::resolve(&args, &mut out, &mut err)?
         }

@@ -1,14 +1,23 @@
 //! How results and refusals are written: JSON for machines, text for people.
+//!
+//! - `ledger`: review items and cases for a person (`review list|show`, `cases show`)
 
+use std::fmt::Write as _;
 use std::io::{self, Write};
 
+use backstop_core::case::Refusal;
 use backstop_core::recover::Step;
 use backstop_core::recover::strategy::human_ms;
 use backstop_core::{Classification, Issue};
+use jiff::Timestamp;
 
-use crate::commands::EXIT_BAD_INPUT;
+use crate::commands::{EXIT_BAD_INPUT, EXIT_REFUSED};
 use crate::settings::OutputMode;
 use serde_json::json;
+
+mod ledger;
+
+pub use ledger::{case_human, review_human, reviews_human};
 
 /// The one refusal shape: `{"error": {"code", "message", "issues": [...]}}`.
 pub fn refusal(code: &str, message: &str, issues: &[Issue]) -> serde_json::Value {
@@ -91,6 +100,72 @@ pub fn refuse_command(
         OutputMode::Human => issues_human(err, "the command was refused:", issues)?,
     }
     Ok(EXIT_BAD_INPUT)
+}
+
+/// A refused case command (`unknown_case`, `unknown_review`): the refusal as JSON on stdout,
+/// or for a person on stderr; exit 3.
+pub fn refuse_case(
+    mode: OutputMode,
+    refusal: &Refusal,
+    out: &mut impl Write,
+    err: &mut impl Write,
+) -> io::Result<u8> {
+    match mode {
+        OutputMode::Json => json_line(out, refusal)?,
+        OutputMode::Human => writeln!(
+            err,
+            "refused ({}): {}",
+            refusal.error.code.as_str(),
+            refusal.error.message
+        )?,
+    }
+    Ok(EXIT_REFUSED)
+}
+
+/// Writes rows under a heading, each column as wide as its widest cell and two spaces apart;
+/// the last column is not padded. Each line starts with `indent`.
+pub fn table(
+    out: &mut impl Write,
+    indent: &str,
+    heading: &[&str],
+    rows: &[Vec<String>],
+) -> io::Result<()> {
+    let heading: Vec<String> = heading.iter().map(|&h| h.to_owned()).collect();
+    let mut widths: Vec<usize> = heading.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    for row in std::iter::once(&heading).chain(rows) {
+        let mut text = indent.to_owned();
+        for (i, (cell, width)) in row.iter().zip(&widths).enumerate() {
+            if i + 1 == row.len() {
+                text.push_str(cell);
+            } else {
+                let _ = write!(text, "{cell:<width$}  ");
+            }
+        }
+        writeln!(out, "{}", text.trim_end())?;
+    }
+    Ok(())
+}
+
+/// A time to the second, in UTC.
+pub fn short_time(at: Timestamp) -> String {
+    at.strftime("%Y-%m-%d %H:%M:%SZ").to_string()
+}
+
+/// How long before `now` `at` was, in its largest whole unit: `45s`, `12m`, `3h`, `2d`
+/// (hours up to two days); a time after `now` is `0s`.
+pub fn age(at: Timestamp, now: Timestamp) -> String {
+    let seconds = now.duration_since(at).as_secs().max(0);
+    match seconds {
+        s if s < 60 => format!("{s}s"),
+        s if s < 3_600 => format!("{}m", s / 60),
+        s if s < 48 * 3_600 => format!("{}h", s / 3_600),
+        s => format!("{}d", s / 86_400),
+    }
 }
 
 /// Writes a step for a person.

@@ -5,6 +5,7 @@
 //! posts to a `receiver` of its own (a tiny HTTP server on port 0).
 
 mod auth;
+mod browser;
 mod busy;
 mod calls;
 mod caps;

@@ -227,3 +227,18 @@ fn a_resolution_needs_a_session_and_its_csrf_token_and_an_allowed_decision() {
     let by = resolved.resolution.unwrap();
     assert_eq!((by.decision.as_str(), by.by.as_str()), ("approve", "dana"));
 }
+
+#[test]
+fn an_open_service_signs_in_its_local_operator_with_the_forms_token() {
+    let server = crate::support::start_with(|config| config.keys.clear());
+    let form = get(&server, "/ui/login", None);
+    assert!(!form.text.contains(r#"name="key""#), "no key to ask for");
+    let cookie = sign_in(&server, "").unwrap();
+    let queue = get(&server, "/ui", Some(&cookie));
+    assert_eq!(queue.status, 200);
+    assert!(queue.text.contains("Queue: 0 open"), "{}", queue.text);
+    assert!(
+        queue.text.contains("local"),
+        "signed in as the local operator"
+    );
+}

@@ -1,8 +1,10 @@
-//! The flags of the case commands: `decide`, `cases`, `review`, `purge`.
+//! The flags of the case commands: `decide`, `cases`, `review`, `purge`, `task`.
 
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
+
+use super::OutputArgs;
 
 pub const DECIDE_HELP: &str = "\
 Example:
@@ -27,13 +29,83 @@ nothing left. Open review items and their cases are kept.
 
 Exit codes:
   0  done; the counts are printed as JSON
-  1  the ledger could not be opened or written
+  1  the ledger could not be opened (none at --db), or written
   2  bad flags";
 
-/// Where the ledger is: `--db`.
+pub const CASES_SHOW_HELP: &str = "\
+Example:
+  backstop cases show --db ./backstop.db --job vendor-risk --case northwind.com
+
+On a terminal: the case, its attempts as a timeline (cycle, number, time, status, outcome, what
+the agent was told next, progress, the sources and locators it cited; never excerpt text, which
+is not kept) and its review items. JSON when piped or with --json: the case as the ledger keeps
+it. The ledger must exist: a --db path with no ledger is refused, never created.
+
+Exit codes:
+  0  the case was printed
+  1  the ledger could not be opened (none at --db) or read
+  2  bad flags
+  3  no such case (a refusal is printed)";
+
+pub const REVIEW_LIST_HELP: &str = "\
+Examples:
+  backstop review list --db ./backstop.db
+  backstop review list --status all --job vendor-risk --json
+
+On a terminal: one row per item (id, kind, job, case or task, lane, escalation and who it goes
+to, caller, age) and a count per lane. JSON when piped or with --json: {\"reviews\": [...]}.
+The ledger must exist: a --db path with no ledger is refused, never created.
+
+Exit codes:
+  0  the items were printed (none is not an error)
+  1  the ledger could not be opened (none at --db) or read
+  2  bad flags";
+
+pub const REVIEW_SHOW_HELP: &str = "\
+Examples:
+  backstop review show 7 --db ./backstop.db
+  backstop review show 7 --packs packs --json
+
+On a terminal: every field of the item (for a task's escalation its task, tool, class and
+evidence) and the decisions it may be resolved with: a held case's pack decisions (found in
+--packs) and `handoff`; a task's `retry`, `stop` and `handoff`. JSON when piped or with --json:
+the item as `review resolve` prints it.
+
+Exit codes:
+  0  the item was printed
+  1  the ledger could not be opened (none at --db) or read
+  2  bad flags
+  3  no such item (a refusal is printed)";
+
+pub const REVIEW_RESOLVE_HELP: &str = "\
+Examples:
+  backstop review resolve --id 7 --decision approve --by dana --note 'DPA signed'
+  backstop review resolve --id 9 --decision retry --by dana --db postgres://user@host/backstop
+
+The decision is checked before anything is written: a held case takes one of its pack's
+decision outcomes (the pack is found by job in --packs) or `handoff`; a task's escalation takes
+`retry` (the task is reset, lifting a policy stop, for every server on the ledger), `stop` or
+`handoff`. `backstop review show ID` lists them. The resolved item is printed as JSON.
+
+Exit codes:
+  0  resolved; the item is printed
+  1  the ledger could not be opened (none at --db), read or written
+  2  bad flags, a decision the item does not take (the allowed ones are listed), or no pack
+     for a case's job in --packs; every issue is listed and nothing is written
+  3  no such item, or already resolved (a refusal is printed)";
+
+/// Where the ledger is, for a command that may create it: `--db`.
 #[derive(Debug, Args)]
 pub struct DbArgs {
     /// The ledger: a `SQLite` file (created if missing), or a `postgres://` URL.
+    #[arg(long, value_name = "PATH", default_value = "./backstop.db", env = crate::settings::ENV_DB, hide_env_values = true)]
+    pub db: PathBuf,
+}
+
+/// Where the ledger is, for a command that only works on one that exists: `--db`.
+#[derive(Debug, Args)]
+pub struct LedgerArgs {
+    /// The ledger: an existing `SQLite` file (never created here), or a `postgres://` URL.
     #[arg(long, value_name = "PATH", default_value = "./backstop.db", env = crate::settings::ENV_DB, hide_env_values = true)]
     pub db: PathBuf,
 }
@@ -57,10 +129,8 @@ pub struct DecideArgs {
 /// `backstop cases ...`.
 #[derive(Debug, Subcommand)]
 pub enum CasesCommand {
-    /// Print a case with every kept attempt record and its review items, as JSON.
-    #[command(
-        after_help = "Exit codes:\n  0  the case was printed\n  1  the ledger could not be read\n  2  bad flags\n  3  no such case (a refusal is printed)"
-    )]
+    /// Print a case with every kept attempt record and its review items.
+    #[command(after_help = CASES_SHOW_HELP)]
     Show(CasesShowArgs),
 }
 
@@ -68,7 +138,7 @@ pub enum CasesCommand {
 #[derive(Debug, Args)]
 pub struct CasesShowArgs {
     #[command(flatten)]
-    pub db: DbArgs,
+    pub db: LedgerArgs,
     /// The job.
     #[arg(long)]
     pub job: String,
@@ -82,18 +152,22 @@ pub struct CasesShowArgs {
     /// Whose case it is.
     #[arg(long, value_name = "NAME", default_value = "local")]
     pub caller: String,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// `backstop review ...`.
 #[derive(Debug, Subcommand)]
 pub enum ReviewCommand {
-    /// List review items as JSON, newest first.
+    /// List review items, newest first.
+    #[command(after_help = REVIEW_LIST_HELP)]
     List(ReviewListArgs),
+    /// Print one review item and the decisions it may be resolved with.
+    #[command(after_help = REVIEW_SHOW_HELP)]
+    Show(ReviewShowArgs),
     /// Resolve an open review item with an operator's decision; this ends the case's cycle, so
     /// its next attempt starts a new count.
-    #[command(
-        after_help = "Exit codes:\n  0  resolved; the item is printed\n  1  the ledger could not be written\n  2  bad flags\n  3  no such item, or already resolved (a refusal is printed)"
-    )]
+    #[command(after_help = REVIEW_RESOLVE_HELP)]
     Resolve(ReviewResolveArgs),
 }
 
@@ -101,7 +175,7 @@ pub enum ReviewCommand {
 #[derive(Debug, Args)]
 pub struct ReviewListArgs {
     #[command(flatten)]
-    pub db: DbArgs,
+    pub db: LedgerArgs,
     /// Which items: open, resolved or all.
     #[arg(long, value_enum, default_value_t = ReviewStatus::Open)]
     pub status: ReviewStatus,
@@ -114,6 +188,29 @@ pub struct ReviewListArgs {
     /// At most this many.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub limit: u32,
+    /// The time ages are counted to (RFC 3339), instead of the clock.
+    #[arg(long, value_name = "TIME")]
+    pub now: Option<String>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `backstop review show`.
+#[derive(Debug, Args)]
+pub struct ReviewShowArgs {
+    /// The review item's id.
+    #[arg(value_name = "ID")]
+    pub id: i64,
+    #[command(flatten)]
+    pub db: LedgerArgs,
+    /// Pack files or folders, to list a case's resolutions by its job (default ./packs).
+    #[arg(long, value_name = "PATH")]
+    pub packs: Vec<PathBuf>,
+    /// The time its age is counted to (RFC 3339), instead of the clock.
+    #[arg(long, value_name = "TIME")]
+    pub now: Option<String>,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// Which review items to list.
@@ -131,13 +228,17 @@ pub enum ReviewStatus {
 #[derive(Debug, Args)]
 pub struct ReviewResolveArgs {
     #[command(flatten)]
-    pub db: DbArgs,
+    pub db: LedgerArgs,
     /// The review item's id.
     #[arg(long)]
     pub id: i64,
-    /// The operator's decision (an outcome id of the pack, or words).
+    /// The operator's decision: a decision outcome of the case's pack, `retry` or `stop` for a
+    /// task, or `handoff` (see `review show`).
     #[arg(long)]
     pub decision: String,
+    /// Pack files or folders, to check a case's decision by its job (default ./packs).
+    #[arg(long, value_name = "PATH")]
+    pub packs: Vec<PathBuf>,
     /// The operator resolving it.
     #[arg(long, value_name = "NAME")]
     pub by: String,
@@ -153,7 +254,7 @@ pub struct ReviewResolveArgs {
 #[derive(Debug, Args)]
 pub struct PurgeArgs {
     #[command(flatten)]
-    pub db: DbArgs,
+    pub db: LedgerArgs,
     /// Keep records younger than this (`30d`, `72h`, `90m`).
     #[arg(long, value_name = "DURATION", default_value = "30d")]
     pub older_than: String,
@@ -176,7 +277,7 @@ server on the ledger applies, then prints the task.
 
 Exit codes:
   0  the task was printed
-  1  the ledger could not be opened, read or written
+  1  the ledger could not be opened (none at --db), read or written
   2  bad flags; every issue is listed";
 
 /// `backstop task ...`.
@@ -199,5 +300,5 @@ pub struct TaskArgs {
     #[arg(long, value_name = "NAME", default_value = "local")]
     pub caller: String,
     #[command(flatten)]
-    pub db: DbArgs,
+    pub db: LedgerArgs,
 }

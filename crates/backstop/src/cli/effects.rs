@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use super::cases::DbArgs;
+use super::cases::{DbArgs, LedgerArgs};
 
 pub const DISPATCH_HELP: &str = "\
 Examples:
@@ -26,7 +26,8 @@ for twice, it is permitted once.
 
 Exit codes:
   0  every recipient was answered (the answers are printed as JSON)
-  1  the ledger could not be opened or written
+  1  the ledger could not be opened or written (for `outcome` and `show`: none at --db; they
+     never create one)
   2  bad flags, a bad pack or config; every issue is listed
   3  the request was refused (malformed, no [dispatch] table; the refusal is printed), or for
      `outcome` and `show`: no such dispatch, or a report that comes too late";
@@ -127,7 +128,7 @@ pub struct OutcomeArgs {
     #[arg(long, value_name = "CODE")]
     pub failure_code: Option<String>,
     #[command(flatten)]
-    pub db: DbArgs,
+    pub db: LedgerArgs,
     /// Whose dispatch it is.
     #[arg(long, value_name = "NAME", default_value = "local")]
     pub caller: String,
@@ -139,7 +140,7 @@ pub struct ShowDispatchArgs {
     /// The dispatch's key.
     pub key: String,
     #[command(flatten)]
-    pub db: DbArgs,
+    pub db: LedgerArgs,
 }
 
 /// `backstop key`.

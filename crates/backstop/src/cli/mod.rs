@@ -11,7 +11,7 @@ mod service;
 
 pub use cases::{
     CasesCommand, CasesShowArgs, DecideArgs, PurgeArgs, ReviewCommand, ReviewListArgs,
-    ReviewResolveArgs, ReviewStatus, TaskArgs, TaskCommand,
+    ReviewResolveArgs, ReviewShowArgs, ReviewStatus, TaskArgs, TaskCommand,
 };
 use cases::{DECIDE_HELP, PURGE_HELP};
 use effects::{DEMO_HELP, DISPATCH_HELP, KEY_HELP, RECONCILE_HELP};
@@ -108,7 +108,7 @@ pub enum Command {
     /// Show what the ledger keeps of a case.
     #[command(subcommand)]
     Cases(CasesCommand),
-    /// Review items: held cases waiting for a person.
+    /// Review items: held cases and escalated tasks waiting for a person.
     #[command(subcommand)]
     Review(ReviewCommand),
     /// Notifications to people (`[[notify]]`): delivered, pending and failed.

@@ -83,8 +83,9 @@ pub(crate) fn read_request(input: &mut impl Read) -> Result<serde_json::Value, B
     })
 }
 
-/// Prints one case as JSON.
+/// Prints one case: a timeline for a person, or the case as JSON.
 pub fn show(args: &CasesShowArgs, out: &mut impl Write, err: &mut impl Write) -> io::Result<u8> {
+    let mode = args.output.mode();
     let mut issues = Vec::new();
     check_caller(&args.caller, &mut issues);
     let pack = args
@@ -92,7 +93,7 @@ pub fn show(args: &CasesShowArgs, out: &mut impl Write, err: &mut impl Write) ->
         .as_deref()
         .and_then(|path| load_pack(path, &mut issues));
     if !issues.is_empty() {
-        return output::refuse_command(OutputMode::Json, &issues, out, err);
+        return output::refuse_command(mode, &issues, out, err);
     }
     let case_id = match &pack {
         Some(pack) if pack.identity.mode == IdentityMode::Id => {
@@ -101,13 +102,18 @@ pub fn show(args: &CasesShowArgs, out: &mut impl Write, err: &mut impl Write) ->
         }
         _ => args.case_id.clone(),
     };
-    let Some(store) = open(&args.db.db, err)? else {
+    let Some(store) = open_existing(&args.db.db, "cases show", err)? else {
         return Ok(EXIT_ISSUES);
     };
     match store.case(&args.caller, &args.job, &case_id) {
         Ok(Some(case)) => {
-            serde_json::to_writer_pretty(&mut *out, &case)?;
-            writeln!(out)?;
+            match mode {
+                OutputMode::Json => {
+                    serde_json::to_writer_pretty(&mut *out, &case)?;
+                    writeln!(out)?;
+                }
+                OutputMode::Human => output::case_human(out, &case)?,
+            }
             Ok(EXIT_OK)
         }
         Ok(None) => {
@@ -118,14 +124,35 @@ pub fn show(args: &CasesShowArgs, out: &mut impl Write, err: &mut impl Write) ->
                     args.caller, args.job
                 ),
             );
-            output::json_line(out, &refusal)?;
-            Ok(EXIT_REFUSED)
+            output::refuse_case(mode, &refusal, out, err)
         }
         Err(e) => store_failed(&e, err),
     }
 }
 
-/// Opens the ledger (a `SQLite` file, or a `postgres://` URL), or says why it cannot.
+/// Opens a ledger that must exist, for `command`: a `SQLite` path with no file is refused
+/// (exit 1, on stderr) and never created, so a mistyped `--db` reads as what it is rather than
+/// as an empty ledger. A `postgres://` URL is opened as it is.
+pub fn open_existing(
+    path: &std::path::Path,
+    command: &str,
+    err: &mut impl Write,
+) -> io::Result<Option<Box<dyn Store>>> {
+    let location = path.to_string_lossy();
+    if !backstop_store::is_postgres_url(&location) && !path.is_file() {
+        writeln!(
+            err,
+            "backstop: --db {location}: no ledger there; `backstop {command}` reads an existing \
+             ledger and never creates one (give the --db PATH `backstop serve` or `backstop \
+             decide` writes, or a postgres:// URL)"
+        )?;
+        return Ok(None);
+    }
+    open(path, err)
+}
+
+/// Opens the ledger (a `SQLite` file, created if missing, or a `postgres://` URL), or says why
+/// it cannot.
 pub fn open(path: &std::path::Path, err: &mut impl Write) -> io::Result<Option<Box<dyn Store>>> {
     let location = path.to_string_lossy();
     match backstop_store::open(&location) {

@@ -12,7 +12,7 @@ use backstop_server::Config;
 use backstop_store::{DispatchContext, StoreError};
 use serde_json::{Value, json};
 
-use super::cases::{check_caller, load_pack, open, read_request, store_failed};
+use super::cases::{check_caller, load_pack, open, open_existing, read_request, store_failed};
 use super::{EXIT_OK, EXIT_REFUSED};
 use crate::cli::{DispatchArgs, KeyArgs, OutcomeArgs, OutcomeFlag, ShowDispatchArgs};
 use crate::output;
@@ -96,7 +96,7 @@ pub fn outcome(args: &OutcomeArgs, out: &mut impl Write, err: &mut impl Write) -
     if !issues.is_empty() {
         return output::refuse_command(OutputMode::Json, &issues, out, err);
     }
-    let Some(store) = open(&args.db.db, err)? else {
+    let Some(store) = open_existing(&args.db.db, "dispatch outcome", err)? else {
         return Ok(super::EXIT_ISSUES);
     };
     let state = match args.outcome {
@@ -130,15 +130,7 @@ pub fn outcome(args: &OutcomeArgs, out: &mut impl Write, err: &mut impl Write) -
 
 /// Prints a dispatch with its deliveries.
 pub fn show(args: &ShowDispatchArgs, out: &mut impl Write, err: &mut impl Write) -> io::Result<u8> {
-    if !args.db.db.exists() && !backstop_store::is_postgres_url(&args.db.db.to_string_lossy()) {
-        writeln!(
-            err,
-            "backstop: --db {}: no such ledger",
-            args.db.db.display()
-        )?;
-        return Ok(super::EXIT_ISSUES);
-    }
-    let Some(store) = open(&args.db.db, err)? else {
+    let Some(store) = open_existing(&args.db.db, "dispatch show", err)? else {
         return Ok(super::EXIT_ISSUES);
     };
     // Deliveries first: one is marked done only after its dispatch was moved on.

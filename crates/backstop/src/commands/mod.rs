@@ -28,5 +28,5 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_ISSUES: u8 = 1;
 /// Exit code: bad input (flags, report, rules file).
 pub const EXIT_BAD_INPUT: u8 = 2;
-/// Exit code: a case request was refused (`decide`, `cases show`, `review resolve`).
+/// Exit code: a case request was refused (`decide`, `cases show`, `review show|resolve`).
 pub const EXIT_REFUSED: u8 = 3;

@@ -1,8 +1,10 @@
 //! `backstop pack check`, `backstop pack schema` and `backstop pack brief`.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use backstop_core::Issue;
 use backstop_core::effects::{implied_schema, lint_result_schema};
@@ -111,33 +113,45 @@ fn load_job(job: &str, packs: &[PathBuf]) -> Result<Pack, Vec<Issue>> {
         return parse_pack(&text)
             .map_err(|issues| issues.into_iter().map(|i| i.within(&origin)).collect());
     }
-    let packs = if packs.is_empty() {
-        default_packs()
-    } else {
-        packs.to_vec()
-    };
+    let packs = packs_by_job(packs)?;
+    packs.get(job).map(|p| (**p).clone()).ok_or_else(|| {
+        vec![Issue::new(
+            "JOB",
+            "unknown_job",
+            format!(
+                "no pack is loaded for job `{job}`; loaded: {}",
+                job_list(&packs)
+            ),
+        )]
+    })
+}
+
+/// The packs in `packs` (pack files or folders; default ./packs, when it is a folder), by job.
+///
+/// # Errors
+/// Every issue of every pack file (unreadable, with issues, a job named twice), with the file
+/// in its path.
+pub(crate) fn packs_by_job(packs: &[PathBuf]) -> Result<BTreeMap<String, Arc<Pack>>, Vec<Issue>> {
     let config = Config {
-        packs,
+        packs: if packs.is_empty() {
+            default_packs()
+        } else {
+            packs.to_vec()
+        },
         ..Config::default()
     };
-    let catalog = Catalog::load(&config)?;
-    catalog
-        .packs
-        .get(job)
-        .map(|p| (**p).clone())
-        .ok_or_else(|| {
-            let jobs: Vec<&str> = catalog.packs.keys().map(String::as_str).collect();
-            vec![Issue::new(
-                "JOB",
-                "unknown_job",
-                format!(
-                    "no pack is loaded for job `{job}`; loaded: {}",
-                    if jobs.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        jobs.join(", ")
-                    }
-                ),
-            )]
-        })
+    Ok(Catalog::load(&config)?.packs)
+}
+
+/// The jobs loaded, for a message: `a, b`, or `none`.
+pub(crate) fn job_list(packs: &BTreeMap<String, Arc<Pack>>) -> String {
+    if packs.is_empty() {
+        "none".to_owned()
+    } else {
+        packs
+            .keys()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }

@@ -1,24 +1,33 @@
-//! `backstop review list|resolve` and `backstop purge`.
+//! `backstop review list|show|resolve` and `backstop purge`.
 
-use backstop_core::case::RefusalCode;
 use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 
 use backstop_core::Issue;
-use backstop_core::case::Refusal;
-use backstop_store::{DEFAULT_RETENTION, Resolution, ReviewFilter, StoreError};
+use backstop_core::case::{Refusal, RefusalCode, resolution};
+use backstop_store::{DEFAULT_RETENTION, Resolution, ReviewFilter, ReviewItem, Store, StoreError};
 use jiff::SignedDuration;
 
-use super::EXIT_OK;
-use super::EXIT_REFUSED;
-use super::cases::{open, store_failed};
-use crate::cli::{PurgeArgs, ReviewListArgs, ReviewResolveArgs, ReviewStatus};
+use super::cases::{open_existing, store_failed};
+use super::pack::{job_list, packs_by_job};
+use super::{EXIT_ISSUES, EXIT_OK, EXIT_REFUSED};
+use crate::cli::{PurgeArgs, ReviewListArgs, ReviewResolveArgs, ReviewShowArgs, ReviewStatus};
 use crate::output;
 use crate::settings::{OutputMode, resolve_now};
 
-/// Lists review items as JSON: `{"reviews": [...]}`.
+/// The `kind` of a task's review item (a call-level escalation); any other is a held case.
+const TASK_KIND: &str = "task";
+
+/// Lists review items, newest first: a table for a person, or `{"reviews": [...]}`.
 pub fn list(args: &ReviewListArgs, out: &mut impl Write, err: &mut impl Write) -> io::Result<u8> {
-    let Some(store) = open(&args.db.db, err)? else {
-        return Ok(super::EXIT_ISSUES);
+    let mode = args.output.mode();
+    let mut issues = Vec::new();
+    let now = resolve_now(args.now.as_deref(), &mut issues);
+    if !issues.is_empty() {
+        return output::refuse_command(mode, &issues, out, err);
+    }
+    let Some(store) = open_existing(&args.db.db, "review list", err)? else {
+        return Ok(EXIT_ISSUES);
     };
     let filter = ReviewFilter {
         open: match args.status {
@@ -30,17 +39,61 @@ pub fn list(args: &ReviewListArgs, out: &mut impl Write, err: &mut impl Write) -
         caller: args.caller.clone(),
         limit: Some(args.limit),
     };
-    match store.reviews(&filter) {
-        Ok(items) => {
+    let items = match store.reviews(&filter) {
+        Ok(items) => items,
+        Err(e) => return store_failed(&e, err),
+    };
+    match mode {
+        OutputMode::Json => {
             serde_json::to_writer_pretty(&mut *out, &serde_json::json!({"reviews": items}))?;
             writeln!(out)?;
-            Ok(EXIT_OK)
         }
-        Err(e) => store_failed(&e, err),
+        OutputMode::Human => {
+            let status = match args.status {
+                ReviewStatus::Open => "open ",
+                ReviewStatus::Resolved => "resolved ",
+                ReviewStatus::All => "",
+            };
+            output::reviews_human(out, &items, status, args.limit, now)?;
+        }
     }
+    Ok(EXIT_OK)
 }
 
-/// Resolves one review item; prints it.
+/// Prints one review item: every field and its resolutions for a person, or the item as JSON.
+pub fn show(args: &ReviewShowArgs, out: &mut impl Write, err: &mut impl Write) -> io::Result<u8> {
+    let mode = args.output.mode();
+    let mut issues = Vec::new();
+    let now = resolve_now(args.now.as_deref(), &mut issues);
+    if !issues.is_empty() {
+        return output::refuse_command(mode, &issues, out, err);
+    }
+    let Some(store) = open_existing(&args.db.db, "review show", err)? else {
+        return Ok(EXIT_ISSUES);
+    };
+    let item = match find(store.as_ref(), args.id) {
+        Ok(item) => item,
+        Err(Found::Refused(refusal)) => return output::refuse_case(mode, &refusal, out, err),
+        Err(Found::Failed(e)) => return store_failed(&e, err),
+    };
+    match mode {
+        OutputMode::Json => {
+            serde_json::to_writer_pretty(&mut *out, &item)?;
+            writeln!(out)?;
+        }
+        OutputMode::Human => {
+            // A resolved item takes no decision: its packs are not read.
+            let allowed = item
+                .resolution
+                .is_none()
+                .then(|| resolutions(&item, &args.packs));
+            output::review_human(out, &item, allowed.as_ref(), now)?;
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+/// Resolves one open review item with a decision it takes; prints it.
 pub fn resolve(
     args: &ReviewResolveArgs,
     out: &mut impl Write,
@@ -58,9 +111,28 @@ pub fn resolve(
     if !issues.is_empty() {
         return output::refuse_command(OutputMode::Json, &issues, out, err);
     }
-    let Some(store) = open(&args.db.db, err)? else {
-        return Ok(super::EXIT_ISSUES);
+    let Some(store) = open_existing(&args.db.db, "review resolve", err)? else {
+        return Ok(EXIT_ISSUES);
     };
+    // The decision is checked against the item before anything is written.
+    let item = match find(store.as_ref(), args.id) {
+        Ok(item) => item,
+        Err(Found::Refused(refusal)) => return refused(&refusal, out),
+        Err(Found::Failed(e)) => return store_failed(&e, err),
+    };
+    if let Some(done) = &item.resolution {
+        let refusal = Refusal::new(
+            RefusalCode::AlreadyResolved,
+            already_resolved(item.id, done),
+        );
+        return refused(&refusal, out);
+    }
+    let checked = resolutions(&item, &args.packs).and_then(|allowed| {
+        resolution::check(&args.decision, &allowed, "--decision").map_err(|issue| vec![issue])
+    });
+    if let Err(issues) = checked {
+        return output::refuse_command(OutputMode::Json, &issues, out, err);
+    }
     let resolution = Resolution {
         by: args.by.clone(),
         decision: args.decision.clone(),
@@ -79,15 +151,97 @@ pub fn resolve(
             writeln!(out)?;
             Ok(EXIT_OK)
         }
+        // Another operator may have resolved it since it was read.
         Err(StoreError::NotFound(message)) => {
-            output::json_line(out, &Refusal::new(RefusalCode::UnknownReview, message))?;
-            Ok(EXIT_REFUSED)
+            refused(&Refusal::new(RefusalCode::UnknownReview, message), out)
         }
         Err(StoreError::Conflict(message)) => {
-            output::json_line(out, &Refusal::new(RefusalCode::AlreadyResolved, message))?;
-            Ok(EXIT_REFUSED)
+            refused(&Refusal::new(RefusalCode::AlreadyResolved, message), out)
         }
         Err(e) => store_failed(&e, err),
+    }
+}
+
+/// Why an item could not be had.
+enum Found {
+    /// There is none: `unknown_review`.
+    Refused(Box<Refusal>),
+    /// The ledger failed.
+    Failed(StoreError),
+}
+
+/// The review item `id`, open or resolved.
+fn find(store: &dyn Store, id: i64) -> Result<ReviewItem, Found> {
+    match store.review(id) {
+        Ok(Some(item)) => Ok(item),
+        Ok(None) => Err(Found::Refused(Box::new(Refusal::new(
+            RefusalCode::UnknownReview,
+            format!("no review item {id}"),
+        )))),
+        Err(e) => Err(Found::Failed(e)),
+    }
+}
+
+/// A refusal of `review resolve`, as JSON on stdout; exit 3.
+fn refused(refusal: &Refusal, out: &mut impl Write) -> io::Result<u8> {
+    output::json_line(out, refusal)?;
+    Ok(EXIT_REFUSED)
+}
+
+fn already_resolved(id: i64, done: &backstop_store::ResolvedBy) -> String {
+    format!(
+        "review item {id} was already resolved by {} at {}: {}",
+        done.by, done.at, done.decision
+    )
+}
+
+/// The decisions `item` may be resolved with: a task's `retry`, `stop` and `handoff`, or a
+/// held case's pack decisions and `handoff`, its pack found by job among `packs`.
+///
+/// # Errors
+/// For a case, when its pack cannot be had: the packs' issues, or `no_pack`; every issue is at
+/// `--packs`.
+fn resolutions(item: &ReviewItem, packs: &[PathBuf]) -> Result<Vec<String>, Vec<Issue>> {
+    if item.kind == TASK_KIND {
+        return Ok(resolution::allowed(None));
+    }
+    let loaded = packs_by_job(packs).map_err(|issues| {
+        issues
+            .into_iter()
+            .map(|i| i.within("--packs"))
+            .collect::<Vec<_>>()
+    })?;
+    match loaded.get(&item.job) {
+        Some(pack) => Ok(resolution::allowed(Some(pack))),
+        None => Err(vec![Issue::new(
+            "--packs",
+            "no_pack",
+            format!(
+                "no pack for job `{}` in {} (loaded: {}); the decision cannot be checked without \
+                 it: give --packs the job's pack file or its folder",
+                item.job,
+                searched(packs),
+                job_list(&loaded)
+            ),
+        )]),
+    }
+}
+
+/// Where packs were looked for, for a message.
+fn searched(packs: &[PathBuf]) -> String {
+    if packs.is_empty() {
+        let here = Path::new("packs");
+        if here.is_dir() {
+            "./packs".to_owned()
+        } else {
+            "./packs (there is no such folder here)".to_owned()
+        }
+    } else {
+        packs
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -102,8 +256,8 @@ pub fn purge(args: &PurgeArgs, out: &mut impl Write, err: &mut impl Write) -> io
     if !issues.is_empty() {
         return output::refuse_command(OutputMode::Json, &issues, out, err);
     }
-    let Some(store) = open(&args.db.db, err)? else {
-        return Ok(super::EXIT_ISSUES);
+    let Some(store) = open_existing(&args.db.db, "purge", err)? else {
+        return Ok(EXIT_ISSUES);
     };
     let Some(before) = now.checked_sub(keep).ok() else {
         let issue = Issue::new(

@@ -10,7 +10,7 @@ use backstop_store::CallEvent;
 use jiff::Timestamp;
 
 use super::EXIT_OK;
-use super::cases::{open, store_failed};
+use super::cases::{open_existing, store_failed};
 use crate::cli::TaskArgs;
 use crate::output;
 use crate::settings::OutputMode;
@@ -32,7 +32,8 @@ fn run(args: &TaskArgs, reset: bool, out: &mut impl Write, err: &mut impl Write)
     if !issues.is_empty() {
         return output::refuse_command(OutputMode::Json, &issues, out, err);
     }
-    let Some(store) = open(&args.db.db, err)? else {
+    let command = if reset { "task reset" } else { "task show" };
+    let Some(store) = open_existing(&args.db.db, command, err)? else {
         return Ok(super::EXIT_ISSUES);
     };
     let now = Timestamp::now();

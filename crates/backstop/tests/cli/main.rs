@@ -9,6 +9,9 @@
 //! - `rules_cmd`: `rules check` (ok, shadowed, unreadable, JSON shape) and `rules show`
 //! - `cases_cmd`: `decide`, `cases show`, `review list|resolve` and `purge` on a ledger of each
 //!   test's own: retries, resends, malformed requests, reviews, retention, issued and fields cases
+//! - `review_cmd`: the operator's queue: `review list|show` and `cases show` as tables for a
+//!   person and JSON when piped, `review resolve` checked against the item's pack, and every
+//!   command that reads a ledger refusing a `--db` path with none there, creating none
 //! - `pack_cmd`: `pack check`: the shipped packs are ok, a bad pack lists its issues, a missing file
 //! - `simulate`: `simulate backoff`: full jitter against plain exponential, the table, bad flags
 //! - `help`: the `--help` texts, wrapped at 100 columns
@@ -50,6 +53,7 @@ mod pack_cmd;
 mod po_cmd;
 mod quickstart;
 mod replay;
+mod review_cmd;
 mod rules_cmd;
 mod serve_cmd;
 mod serve_postgres;

@@ -166,25 +166,24 @@ fn notify_list_shows_pending_delivered_and_failed() {
 fn notify_list_refuses_a_missing_ledger_and_creates_none() {
     let dir = TempDir::new("notify-missing");
     let db = dir.path().join("nowhere.db");
-    let refused = run(&["notify", "list", "--db", arg(&db), "--json"], b"");
-    refused.expect_code(2);
-    assert_eq!(
-        issues_of(&refused.json()["error"]["issues"]),
-        pairs(&[("--db", "not_found")])
-    );
-    let human = run(
-        &[
-            "notify",
-            "list",
-            "--db",
-            arg(&db),
-            "--output-format",
-            "human",
-        ],
-        b"",
-    );
-    human.expect_code(2);
-    assert!(human.stderr.contains("there is no ledger at"), "{human:#?}");
+    // The same refusal as every command that reads a ledger (`review_cmd`): exit 1, stderr.
+    for format in ["json", "human"] {
+        let refused = run(
+            &[
+                "notify",
+                "list",
+                "--db",
+                arg(&db),
+                "--output-format",
+                format,
+            ],
+            b"",
+        );
+        refused.expect_code(1);
+        assert_eq!(refused.stdout, "", "{refused:#?}");
+        let named = format!("backstop: --db {}: no ledger there", db.display());
+        assert!(refused.stderr.starts_with(&named), "{refused:#?}");
+    }
     assert!(!db.exists(), "a missing ledger is never created");
     let empty = TempDir::new("notify-empty");
     let fresh = empty.path().join("ledger.db");
@@ -258,7 +257,7 @@ fn notify_list_help_lists_its_exit_codes() {
         "--db",
         "--json",
         "Exit codes:",
-        "2  bad flags, or no ledger at --db",
+        "1  the ledger could not be opened (none at --db) or read",
     ] {
         assert!(help.stdout.contains(text), "{text}: {}", help.stdout);
     }

@@ -445,6 +445,7 @@ fn failure_resolved_by_hand_mid_call_the_result_is_history_not_an_overwrite() {
         .as_i64()
         .unwrap()
         .to_string();
+    let packs = workspace_root().join("packs");
     po.review(&[
         "resolve",
         "--id",
@@ -453,6 +454,8 @@ fn failure_resolved_by_hand_mid_call_the_result_is_history_not_an_overwrite() {
         "acknowledged",
         "--by",
         "dana",
+        "--packs",
+        arg(&packs),
     ]);
     let late = po.decide(T1, &request("e2", &CLEAN, &[]));
     assert_standing(&late, "noop", None);
