@@ -288,8 +288,7 @@ async fn queue_page(
     };
     let now = Timestamp::now();
     let items: Vec<_> = items.into_iter().filter(|i| filter.keeps(i, now)).collect();
-    let jobs: Vec<String> = state.catalog().packs.keys().cloned().collect();
-    let body = queue::view(&session, &filter, &jobs, &items, now);
+    let body = queue::view(&session, &filter, &state.catalog(), &items, now);
     render(StatusCode::OK, "queue", Some(&session), &body)
 }
 

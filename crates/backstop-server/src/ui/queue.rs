@@ -11,6 +11,7 @@ use serde::Deserialize;
 
 use super::layout::{age, notice};
 use super::session::Session;
+use crate::catalog::Catalog;
 
 /// At most this many open items are read for the queue.
 pub const QUEUE_LIMIT: u32 = 1000;
@@ -81,10 +82,20 @@ impl QueueFilter {
 pub fn view(
     session: &Session,
     filter: &QueueFilter,
-    jobs: &[String],
+    catalog: &Catalog,
     items: &[ReviewItem],
     now: Timestamp,
 ) -> Markup {
+    let jobs: Vec<&String> = catalog.packs.keys().collect();
+    // Who a case item's escalation goes to, from its pack.
+    let goes_to = |item: &ReviewItem| -> Option<String> {
+        if let Some(task) = &item.task {
+            return Some(task.to.clone());
+        }
+        let pack = catalog.packs.get(&item.job)?;
+        let named = pack.escalations.iter().find(|e| e.id == item.escalation)?;
+        Some(named.to.clone())
+    };
     let mut per_lane: BTreeMap<&str, usize> = BTreeMap::new();
     for item in items {
         *per_lane.entry(item.lane.as_str()).or_default() += 1;
@@ -101,7 +112,7 @@ pub fn view(
                     label for="job" { "Job" }
                     select #job name="job" {
                         option value="" { "any" }
-                        @for job in jobs {
+                        @for job in &jobs {
                             option value=(job) selected[selected(filter.job.as_ref(), job)] { (job) }
                         }
                     }
@@ -157,7 +168,7 @@ pub fn view(
                                 td { (item.lane) }
                                 td {
                                     (item.escalation)
-                                    @if let Some(task) = &item.task { " → " (task.to) }
+                                    @if let Some(to) = goes_to(item) { " → " strong { (to) } }
                                 }
                                 td { (item.caller) }
                                 td { (age(now.as_second() - item.opened_at.as_second())) }

@@ -169,6 +169,12 @@ async fn sign_in(browser: &Client, server: &Server, key: &str) {
         .unwrap();
 }
 
+/// Runs a ledger read on a thread of its own: the PostgreSQL client blocks, which it may not
+/// do on the thread that drives the browser's runtime.
+fn ledger<T: Send>(read: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|scope| scope.spawn(read).join().unwrap())
+}
+
 async fn queue_rows(browser: &Client) -> usize {
     browser
         .find_all(Locator::Css("#queue tbody tr"))
@@ -273,16 +279,8 @@ fn an_operator_works_the_queue_in_a_browser() {
         click(&browser, "#resolve input[value=approve]").await;
         click(&browser, "#resolve button").await;
         shows(&browser, "main", "CSRF token is wrong").await;
-        assert!(
-            server
-                .state
-                .store
-                .review(id)
-                .unwrap()
-                .unwrap()
-                .resolution
-                .is_none()
-        );
+        let untouched = ledger(|| server.state.store.review(id).unwrap().unwrap());
+        assert!(untouched.resolution.is_none());
 
         // Resolve it for real: it leaves the queue, and the ledger shows it.
         browser.goto(&server.url(&item_path)).await.unwrap();
@@ -298,18 +296,20 @@ fn an_operator_works_the_queue_in_a_browser() {
         shows(&browser, "main", &format!("Item {id} is resolved")).await;
         assert_eq!(queue_rows(&browser).await, 1, "one item left");
         assert!(!text(&browser, "#queue").await.contains("held-a.example"));
-        let item = server.state.store.review(id).unwrap().unwrap();
+        let item = ledger(|| server.state.store.review(id).unwrap().unwrap());
         let resolution = item.resolution.unwrap();
         assert_eq!(
             (resolution.decision.as_str(), resolution.by.as_str()),
             ("approve", "dana")
         );
-        let case = server
-            .state
-            .store
-            .case("agent-a", "vendor-risk", "held-a.example")
-            .unwrap()
-            .unwrap();
+        let case = ledger(|| {
+            server
+                .state
+                .store
+                .case("agent-a", "vendor-risk", "held-a.example")
+                .unwrap()
+                .unwrap()
+        });
         assert_eq!(case.cycle, 1, "the resolution ended the case's cycle");
 
         // The fleet.
@@ -334,11 +334,13 @@ fn an_operator_works_the_queue_in_a_browser() {
         shows(&browser, "main", "not signed in").await;
         browser.goto(&server.url("/ui/fleet")).await.unwrap();
         arrive(&browser, "/ui/login").await;
-        let open = server
-            .state
-            .store
-            .reviews(&backstop_store::ReviewFilter::default())
-            .unwrap();
+        let open = ledger(|| {
+            server
+                .state
+                .store
+                .reviews(&backstop_store::ReviewFilter::default())
+                .unwrap()
+        });
         assert_eq!(open.iter().filter(|i| i.resolution.is_none()).count(), 1);
 
         browser.close().await.unwrap();

@@ -2,7 +2,8 @@
 //!
 //! Each test starts its own server on `127.0.0.1:0` with a fresh ledger, on a runtime of its
 //! own, and talks to it with a blocking HTTP client; `fleet` starts two on one ledger. `notify`
-//! posts to a `receiver` of its own (a tiny HTTP server on port 0).
+//! posts to a `receiver` of its own (a tiny HTTP server on port 0). `snapshots` keeps one
+//! answer of each route family and the whole `/openapi.json` as insta snapshots.
 
 mod auth;
 mod browser;
@@ -20,6 +21,7 @@ mod mcp;
 mod notify;
 mod openapi;
 mod receiver;
+mod snapshots;
 mod strategies;
 mod support;
 mod tasks;
