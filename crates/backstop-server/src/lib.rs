@@ -10,7 +10,8 @@
 //! - `error`: the one refusal shape
 //! - `metrics`: counters in the Prometheus text format
 //! - `queue`: attempts and journal events run by one thread in arrival order
-//! - `journal`: the call journal every server on a ledger follows, and its replay
+//! - `journal`: the call journal every server on a ledger follows, its events (one variant per
+//!   kind) and its replay
 //! - `openapi`: `/openapi.json`, derived from the handlers' types
 //! - `openapi_constraints`: the lengths, patterns and ranges the handlers enforce, on the document
 //! - `effects`: side effects: deliveries decided, the reconciliation sweep, the simulator

@@ -312,12 +312,12 @@ pub struct JournalEntry {
 pub struct CallEvent {
     /// When it happened.
     pub at: Timestamp,
-    /// `failure` (of a task), `success` and `tool_failure` (of a tool), `grant` or
-    /// `task_success` (a task's counters start again).
+    /// Its kind: the server's `journal::Event` has one variant per kind (docs/decisions.md
+    /// lists them). The store keeps it as written and never reads it.
     pub kind: String,
-    /// The task or tool it concerns.
+    /// The task or tool it concerns, if any.
     pub subject: String,
-    /// The event's data, JSON (a classification and context, an outcome's class).
+    /// Its body: the kind's fields as JSON, kept as written.
     pub body: String,
 }
 

@@ -18,15 +18,14 @@ use backstop_core::recover::breaker::BreakerView;
 use backstop_core::recover::budget::BudgetView;
 use backstop_core::recover::{Context, Hinter, Step};
 use backstop_core::{Class, Issue, Report};
-use backstop_store::CallEvent;
 use jiff::Timestamp;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::auth::Caller;
 use crate::body::{JsonBody, typed};
 use crate::error::ApiError;
-use crate::journal::{Applied, CallState, IdempotencyMark, redacted, task_key};
+use crate::journal::{Applied, CallState, Event, IdempotencyMark, redacted, task_key};
 use crate::state::AppState;
 
 /// A failed call: the task it belongs to, what was seen, and its context.
@@ -102,17 +101,9 @@ pub async fn recover(
     let classification = classify(&state.catalog().rules, &report, now);
     // A task is the caller's own: another caller's task of the same name is another task.
     let task = task_key(&caller.id, &body.task);
-    let event = redacted(classification, context, idempotency);
-    let body_json = serde_json::to_string(&event).unwrap_or_default();
-    let applied = state
-        .attempts
-        .journal(CallEvent {
-            at: now,
-            kind: "failure".to_owned(),
-            subject: task,
-            body: body_json,
-        })
-        .await?;
+    let failure = redacted(classification, context, idempotency);
+    let event = Event::Failure(Box::new(failure.clone()));
+    let applied = state.attempts.journal(event.to_stored(now, task)).await?;
     match applied {
         Applied::Step {
             step,
@@ -120,7 +111,7 @@ pub async fn recover(
         } => {
             // A task's first escalation since its reset opens a review item.
             if first_escalation && let Some(escalation) = &step.escalation {
-                let detail = event.escalation(&body.task, &escalation.to);
+                let detail = failure.escalation(&body.task, &escalation.to);
                 open_task_review(&state, caller.id.clone(), detail, step.reason.clone()).await;
             }
             Ok(Json(step).into_response())
@@ -281,29 +272,16 @@ pub async fn outcomes(
     }
     let class = body.class.unwrap_or(Class::Transient);
     let now = Timestamp::now();
-    let kind = match body.outcome {
-        OutcomeKind::Success => "success",
-        OutcomeKind::Failure => "tool_failure",
+    let event = match body.outcome {
+        OutcomeKind::Success => Event::Success { class },
+        OutcomeKind::Failure => Event::ToolFailure { class },
     };
-    state
-        .attempts
-        .journal(CallEvent {
-            at: now,
-            kind: kind.to_owned(),
-            subject: body.tool.clone(),
-            body: json!({"class": class}).to_string(),
-        })
-        .await?;
+    let tool = body.tool.clone();
+    state.attempts.journal(event.to_stored(now, tool)).await?;
     if let Some(task) = body.task.as_deref() {
-        state
-            .attempts
-            .journal(CallEvent {
-                at: now,
-                kind: "task_success".to_owned(),
-                subject: task_key(&caller.id, task),
-                body: "{}".to_owned(),
-            })
-            .await?;
+        let task = task_key(&caller.id, task);
+        let event = Event::TaskSuccess {};
+        state.attempts.journal(event.to_stored(now, task)).await?;
     }
     let view = tool_view(&lock(&state).hinter, &body.tool, now);
     Ok(Json(view))
@@ -387,15 +365,10 @@ pub async fn grants(
     }
     let now = Timestamp::now();
     let task = task_key(&owner, &body.task);
-    state
-        .attempts
-        .journal(CallEvent {
-            at: now,
-            kind: "grant".to_owned(),
-            subject: task,
-            body: json!({"by": caller.id}).to_string(),
-        })
-        .await?;
+    let event = Event::Grant {
+        by: caller.id.clone(),
+    };
+    state.attempts.journal(event.to_stored(now, task)).await?;
     Ok(Json(GrantAnswer {
         task: body.task,
         caller: owner,

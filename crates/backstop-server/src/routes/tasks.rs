@@ -11,7 +11,6 @@ use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use backstop_core::Issue;
 use backstop_core::recover::hinter::TaskView;
-use backstop_store::CallEvent;
 use jiff::Timestamp;
 use serde::Deserialize;
 
@@ -20,7 +19,7 @@ use super::recover::{check_name, lock};
 use crate::auth::Caller;
 use crate::config::Role;
 use crate::error::ApiError;
-use crate::journal::task_key;
+use crate::journal::{Event, task_key};
 use crate::state::AppState;
 
 /// Whose task: an operator may name any caller (default: its own).
@@ -91,20 +90,14 @@ pub async fn reset(
     if stopped {
         caller.require_operator("lift the stop a policy denial put on a task")?;
     }
-    let kind = if caller.role == Role::Operator {
-        "task_reset_all"
+    let by = caller.id.clone();
+    let event = if caller.role == Role::Operator {
+        Event::TaskResetAll { by, review: None }
     } else {
-        "task_reset"
+        Event::TaskReset { by }
     };
-    state
-        .attempts
-        .journal(CallEvent {
-            at: Timestamp::now(),
-            kind: kind.to_owned(),
-            subject: key.clone(),
-            body: serde_json::json!({"by": caller.id}).to_string(),
-        })
-        .await?;
+    let stored = event.to_stored(Timestamp::now(), key.clone());
+    state.attempts.journal(stored).await?;
     let view = lock(&state).hinter.task_view(&key, Timestamp::now());
     Ok(Json(TaskAnswer {
         task,

@@ -93,20 +93,20 @@ async fn text(browser: &Client, css: &str) -> String {
     find(browser, css).await.text().await.unwrap()
 }
 
-/// The first element `css` finds, waiting up to 10 s (a click's page may still be loading).
+/// The first element `css` finds, waiting up to 30 s (a click's page may still be loading).
 async fn find(browser: &Client, css: &str) -> fantoccini::elements::Element {
     browser
         .wait()
-        .at_most(Duration::from_secs(10))
+        .at_most(Duration::from_secs(30))
         .for_element(Locator::Css(css))
         .await
         .unwrap_or_else(|e| panic!("{css}: {e}"))
 }
 
-/// Waits up to 10 s for the element `css` finds to hold `needle` (a click's page may still
+/// Waits up to 30 s for the element `css` finds to hold `needle` (a click's page may still
 /// be on its way); its text.
 async fn shows(browser: &Client, css: &str, needle: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let found = match browser.find(Locator::Css(css)).await {
             Ok(element) => element.text().await.unwrap_or_default(),
@@ -136,9 +136,9 @@ async fn path(browser: &Client) -> String {
     }
 }
 
-/// Waits up to 10 s for the browser to be at `expected` (a click's navigation may still run).
+/// Waits up to 30 s for the browser to be at `expected` (a click's navigation may still run).
 async fn arrive(browser: &Client, expected: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let at = path(browser).await;
         if at == expected {
@@ -169,7 +169,7 @@ async fn sign_in(browser: &Client, server: &Server, key: &str) {
         .unwrap();
 }
 
-/// Runs a ledger read on a thread of its own: the PostgreSQL client blocks, which it may not
+/// Runs a ledger read on a thread of its own: the `PostgreSQL` client blocks, which it may not
 /// do on the thread that drives the browser's runtime.
 fn ledger<T: Send>(read: impl FnOnce() -> T + Send) -> T {
     std::thread::scope(|scope| scope.spawn(read).join().unwrap())
@@ -236,7 +236,7 @@ fn an_operator_works_the_queue_in_a_browser() {
             .unwrap();
         click(&browser, "form.filters button").await;
         shows(&browser, "#caller", "").await;
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + Duration::from_secs(30);
         while !path(&browser).await.contains("caller=agent-a") {
             assert!(Instant::now() < deadline, "the filter was not applied");
             tokio::time::sleep(Duration::from_millis(50)).await;

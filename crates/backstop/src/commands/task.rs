@@ -3,10 +3,9 @@
 use std::io::{self, Write};
 
 use backstop_core::recover::StrategyTable;
-use backstop_server::journal::{self, task_key};
+use backstop_server::journal::{self, Event, task_key};
 use backstop_server::routes::recover::check_name;
 use backstop_server::routes::tasks::TaskAnswer;
-use backstop_store::CallEvent;
 use jiff::Timestamp;
 
 use super::EXIT_OK;
@@ -44,12 +43,11 @@ fn run(args: &TaskArgs, reset: bool, out: &mut impl Write, err: &mut impl Write)
     };
     let key = task_key(&args.caller, &args.task);
     if reset {
-        let event = CallEvent {
-            at: now,
-            kind: "task_reset_all".to_owned(),
-            subject: key.clone(),
-            body: serde_json::json!({"by": "cli"}).to_string(),
-        };
+        let event = Event::TaskResetAll {
+            by: "cli".to_owned(),
+            review: None,
+        }
+        .to_stored(now, key.clone());
         match store.journal(&[event], position) {
             Ok(entries) => {
                 for entry in entries.iter().filter(|e| e.id > position) {

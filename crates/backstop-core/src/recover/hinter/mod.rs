@@ -19,7 +19,7 @@ use crate::classify::Classification;
 mod plan;
 mod task_view;
 
-use self::plan::{class_index, plan};
+use self::plan::{Grant, Inputs, class_index, plan};
 pub use self::task_view::{ClassCount, NextStep, TaskTool, TaskView};
 
 /// Tools whose breaker and budget are kept (least recently used dropped).
@@ -201,17 +201,16 @@ impl Hinter {
         {
             h.breaker.record_failure(now);
         }
-        let plan = plan(
-            &self.table,
-            self.seed,
+        let inputs = Inputs {
+            table: &self.table,
+            seed: self.seed,
             task,
             state,
-            health.as_deref_mut(),
             failure,
             ctx,
             now,
-            true,
-        );
+        };
+        let plan = plan(&inputs, health.as_deref_mut(), true);
         if let Some(i) = plan.consumed {
             state.used[class_index(failure.class)][i] += 1;
         }
@@ -219,8 +218,10 @@ impl Hinter {
             state.task_used += 1;
         }
         match plan.grant {
-            Some(true) => state.operator_grants = state.operator_grants.saturating_sub(1),
-            Some(false) => state.rule_grant_used = true,
+            Some(Grant::Operator) => {
+                state.operator_grants = state.operator_grants.saturating_sub(1);
+            }
+            Some(Grant::Rule) => state.rule_grant_used = true,
             None => {}
         }
         if plan.step.action.is_retry() {
@@ -266,18 +267,16 @@ impl Hinter {
         {
             h.breaker.record_failure(now);
         }
-        let mut step = plan(
-            &self.table,
-            self.seed,
+        let inputs = Inputs {
+            table: &self.table,
+            seed: self.seed,
             task,
-            &state,
-            health.as_mut(),
+            state: &state,
             failure,
             ctx,
             now,
-            false,
-        )
-        .step;
+        };
+        let mut step = plan(&inputs, health.as_mut(), false).step;
         self.name_fallback(&mut step, ctx, now);
         step
     }
