@@ -14,7 +14,8 @@
 //! | [`effects`] | side effects: dispatches gated and keyed by content, delivered results, the simulator |
 //! | [`recover`] | strategies, backoff, breakers, budgets: the next step after a failure |
 //! | [`notify`] | notifications for people: payloads, stable ids, the delivery schedule |
-//! | [`verify`] | verified retry: test output read, failure signatures, secrets redacted |
+//! | [`verify`] | verified retry: test output read, normalized, failure signatures |
+//! | [`redact`] | secrets taken out of text before it is shown, logged, stored or sent |
 //! | [`issue`] | one problem in an input, with its path; validators return all of them |
 //! | [`codes`] | gRPC status code and signal name tables |
 //! | [`wire_schema`] | exact JSON Schemas of a pack's request and of a report, for the API document |
@@ -30,6 +31,7 @@ pub mod judge;
 pub mod notify;
 pub mod pack;
 pub mod recover;
+pub mod redact;
 pub mod report;
 pub mod verify;
 pub mod wire_schema;

@@ -155,6 +155,36 @@ impl Report {
                 return Err(vec![Issue::new("", "bad_json", plain.to_string())]);
             }
         };
+        report.checked()
+    }
+
+    /// Reads a report from a JSON value already parsed (a field of a larger body), without
+    /// writing it out as text to parse it again.
+    ///
+    /// # Errors
+    /// Every issue found, each with its path, as [`Report::from_json`] finds them.
+    pub fn from_value(value: &serde_json::Value) -> Result<Report, Vec<Issue>> {
+        if !value.is_object() {
+            return Err(vec![Issue::new(
+                "",
+                "wrong_type",
+                "a report must be a JSON object, like {\"http_status\": 503}",
+            )]);
+        }
+        // The plain read is the fast path; only a report that fails it is read again to find
+        // the path of what failed.
+        match Report::deserialize(value) {
+            Ok(report) => report.checked(),
+            Err(plain) => match serde_path_to_error::deserialize::<_, Report>(value) {
+                Err(e) => Err(vec![json_issue(&e)]),
+                Ok(_) => Err(vec![Issue::new("", "bad_json", plain.to_string())]),
+            },
+        }
+    }
+
+    /// A report that parsed, with its caps, normalization and validation applied.
+    fn checked(self) -> Result<Report, Vec<Issue>> {
+        let report = self;
         // Caps count what was sent, before trimming.
         let mut over = Vec::new();
         report.check_lengths(&mut over);
@@ -677,6 +707,26 @@ mod tests {
     #[test]
     fn syntax_errors_and_trailing_text_are_refused() {
         assert_eq!(Report::from_json("{").unwrap_err()[0].code, "bad_json");
+        // A value already parsed is read the same way, issues and paths included.
+        let value: serde_json::Value =
+            serde_json::from_str(r#"{"http_status": 500, "stauts": 1}"#).unwrap();
+        let issues = Report::from_value(&value).unwrap_err();
+        assert_eq!(issues[0].path, "stauts");
+        assert_eq!(issues[0].code, "unknown_field");
+        assert!(
+            !issues[0].message.contains("line 1"),
+            "{}",
+            issues[0].message
+        );
+        let ok = serde_json::json!({"http_status": 503, "headers": {"Retry-After": "2"}});
+        assert_eq!(
+            Report::from_value(&ok).unwrap(),
+            Report::from_json(&ok.to_string()).unwrap()
+        );
+        assert_eq!(
+            Report::from_value(&serde_json::json!([1])).unwrap_err()[0].code,
+            "wrong_type"
+        );
         assert_eq!(
             Report::from_json(r#"{"message": "x"} {}"#).unwrap_err()[0].code,
             "bad_json"

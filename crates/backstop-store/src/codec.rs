@@ -14,14 +14,7 @@ pub fn timestamp(ms: i64) -> Result<Timestamp, StoreError> {
     Timestamp::from_millisecond(ms).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
-/// An enum's one-word wire form (`undecided`, `retry`).
-pub fn word<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::String(s)) => Ok(s),
-        other => Err(StoreError::Corrupt(format!("not a word: {other:?}"))),
-    }
-}
-
+/// An enum read back from its one-word wire form (`undecided`, `retry`).
 pub fn from_word<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, StoreError> {
     serde_json::from_value(serde_json::Value::String(text.to_owned()))
         .map_err(|e| StoreError::Corrupt(format!("`{text}`: {e}")))

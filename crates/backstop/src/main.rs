@@ -143,7 +143,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Review(cli::ReviewCommand::Resolve(args)) => {
             commands::review::resolve(&args, &mut out, &mut err)?
         }
-        Command::Purge(args) => commands::review::purge(&args, &mut out, &mut err)?,
+        Command::Purge(args) => commands::purge::run(&args, &mut out, &mut err)?,
         Command::Notify(cli::NotifyCommand::List(args)) => {
             commands::notify::list(&args, &mut out, &mut err)?
         }

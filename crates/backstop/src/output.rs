@@ -193,8 +193,7 @@ pub fn step_human(out: &mut impl Write, step: &Step) -> io::Result<()> {
     writeln!(out, "  hint: {}", step.hint)?;
     writeln!(out, "  reason: {}", step.reason)?;
     if let Some(breaker) = &step.breaker {
-        let state = serde_json::to_value(breaker.state).unwrap_or_default();
-        let state = state.as_str().unwrap_or("unknown");
+        let state = breaker.state.as_str();
         if breaker.calls == 0 {
             writeln!(out, "  breaker: {state}, no calls counted yet")?;
         } else {

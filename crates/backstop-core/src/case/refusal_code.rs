@@ -37,6 +37,9 @@ pub enum RefusalCode {
     CaseInReview,
     /// The review item was resolved already.
     AlreadyResolved,
+    /// A resolution the review item does not allow (not one of its pack's decisions, or not
+    /// `retry` or `stop` for a task, or `handoff`).
+    DecisionNotAllowed,
     /// An outcome reported after the dispatch's result was in.
     LateOutcome,
     /// The case is decided for good: nothing more is dispatched.
@@ -77,7 +80,7 @@ pub enum RefusalCode {
 
 impl RefusalCode {
     /// Every code.
-    pub const ALL: [RefusalCode; 32] = [
+    pub const ALL: [RefusalCode; 33] = [
         RefusalCode::Malformed,
         RefusalCode::UnknownJob,
         RefusalCode::UnknownCase,
@@ -92,6 +95,7 @@ impl RefusalCode {
         RefusalCode::IdempotencyKeyConflict,
         RefusalCode::CaseInReview,
         RefusalCode::AlreadyResolved,
+        RefusalCode::DecisionNotAllowed,
         RefusalCode::LateOutcome,
         RefusalCode::CaseTerminal,
         RefusalCode::DispatchBudgetSpent,
@@ -129,6 +133,7 @@ impl RefusalCode {
             RefusalCode::IdempotencyKeyConflict => "idempotency_key_conflict",
             RefusalCode::CaseInReview => "case_in_review",
             RefusalCode::AlreadyResolved => "already_resolved",
+            RefusalCode::DecisionNotAllowed => "decision_not_allowed",
             RefusalCode::LateOutcome => "late_outcome",
             RefusalCode::CaseTerminal => "case_terminal",
             RefusalCode::DispatchBudgetSpent => "dispatch_budget_spent",
@@ -174,6 +179,7 @@ impl RefusalCode {
             | RefusalCode::IdempotencyKeyConflict
             | RefusalCode::CaseInReview
             | RefusalCode::AlreadyResolved
+            | RefusalCode::DecisionNotAllowed
             | RefusalCode::LateOutcome
             | RefusalCode::CaseTerminal
             | RefusalCode::DispatchBudgetSpent => 409,

@@ -59,6 +59,16 @@ pub enum Next {
     Escalate,
 }
 
+impl Next {
+    /// Its wire name (`retry`, `escalate`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Next::Retry => "retry",
+            Next::Escalate => "escalate",
+        }
+    }
+}
+
 /// Why an escalation is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -243,5 +253,47 @@ impl Refusal {
     /// The refusal's code.
     pub fn code(&self) -> RefusalCode {
         self.error.code
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names written to the ledger and shown to people are the serde names, so a stored
+    /// word reads back as what was written.
+    #[test]
+    fn wire_names_are_the_serde_names() {
+        let serde_name = |value: serde_json::Value| value.as_str().unwrap().to_owned();
+        for status in [
+            ResultStatus::Decided,
+            ResultStatus::Held,
+            ResultStatus::Undecided,
+            ResultStatus::Gap,
+            ResultStatus::Reconcile,
+            ResultStatus::Noop,
+        ] {
+            assert_eq!(
+                status.as_str(),
+                serde_name(serde_json::to_value(status).unwrap())
+            );
+        }
+        for next in [Next::Retry, Next::Escalate] {
+            assert_eq!(
+                next.as_str(),
+                serde_name(serde_json::to_value(next).unwrap())
+            );
+        }
+        for trigger in [
+            Trigger::Unresolved,
+            Trigger::AttemptLimit,
+            Trigger::NoProgress,
+            Trigger::Held,
+        ] {
+            assert_eq!(
+                trigger.as_str(),
+                serde_name(serde_json::to_value(trigger).unwrap())
+            );
+        }
     }
 }

@@ -147,7 +147,7 @@ pub fn parse_trace(text: &str) -> Result<Vec<ParsedEvent>, Vec<Issue>> {
             ));
         }
         let report = match (event.outcome, &event.report) {
-            (Outcome::Failure, Some(json)) => match Report::from_json(&json.to_string()) {
+            (Outcome::Failure, Some(json)) => match Report::from_value(json) {
                 Ok(report) => Some(report),
                 Err(found) => {
                     issues.extend(found.into_iter().map(|mut issue| {

@@ -1,15 +1,14 @@
-//! Verified retry: test output read, normalized and redacted.
+//! Verified retry: test output read and normalized (secrets are taken out first, by
+//! [`crate::redact`]).
 //!
 //! | module | what it holds |
 //! |---|---|
 //! | `parse` | a test command's output read: runner, counts, failing ids, first error lines |
 //! | `signature` | a failure's signature, normalized so the same failure matches across runs |
-//! | `redact` | secrets taken out of text before it is shown, logged or sent |
 //! | `decider` | the built-in decider: a score and a choice from the failed attempts so far |
 //! | `calibrate` | the decider's scores checked against what happened next, from loop logs |
 
 pub mod calibrate;
 pub mod decider;
 pub mod parse;
-pub mod redact;
 pub mod signature;

@@ -112,7 +112,7 @@ pub(crate) fn redacted(
     mut context: Context,
     idempotency: Option<IdempotencyMark>,
 ) -> FailureEvent {
-    use backstop_core::verify::redact::redact;
+    use backstop_core::redact::redact;
     for evidence in &mut classification.evidence {
         evidence.value = redact(&evidence.value).0;
     }

@@ -76,6 +76,6 @@ fn describe(error: &ureq::Error) -> String {
 
 /// `text` with secrets redacted, at most [`MAX_ERROR_CHARS`] characters.
 fn short(text: &str) -> String {
-    let (redacted, _) = backstop_core::verify::redact::redact(text);
+    let (redacted, _) = backstop_core::redact::redact(text);
     redacted.chars().take(MAX_ERROR_CHARS).collect()
 }

@@ -71,7 +71,7 @@ pub async fn recover(
     if let Some(given) = &body.context {
         check_context(given, &mut issues);
     }
-    let report = match Report::from_json(&body.report.to_string()) {
+    let report = match Report::from_value(&body.report) {
         Ok(report) => Some(report),
         Err(found) => {
             issues.extend(found.into_iter().map(|issue| Issue {

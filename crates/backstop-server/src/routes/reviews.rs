@@ -167,7 +167,10 @@ pub async fn resolve_item(
     let item = review_item(state, id).await?;
     let allowed = allowed_resolutions(state, &item)?;
     if let Err(issue) = resolution::check(&decision, &allowed, "decision") {
-        return Err(ApiError::malformed(vec![issue]));
+        // The body is well formed; what it asks is not what this item allows.
+        let mut refusal = ApiError::new(RefusalCode::DecisionNotAllowed, issue.message.clone());
+        refusal.refusal.error.issues.push(issue);
+        return Err(refusal);
     }
     let resolution = Resolution {
         by: caller.id.clone(),
@@ -216,15 +219,14 @@ pub fn allowed_resolutions(state: &AppState, item: &ReviewItem) -> Result<Vec<St
     }
     let catalog = state.catalog();
     let Some(pack) = catalog.packs.get(&item.job) else {
-        return Err(ApiError::malformed(vec![Issue::new(
-            "decision",
-            "unknown_job",
+        return Err(ApiError::new(
+            RefusalCode::UnknownJob,
             format!(
                 "the pack of job `{}` is not loaded, so the decision cannot be checked; load \
                  it (packs in the config, then SIGHUP) and resolve again",
                 item.job
             ),
-        )]));
+        ));
     };
     Ok(resolution::allowed(Some(pack)))
 }

@@ -166,10 +166,7 @@ fn timeline(case: &CaseRecord) -> Markup {
                             td { (r.at) }
                             td { (r.status.as_str()) }
                             td { (r.outcome.as_deref().unwrap_or("—")) }
-                            td { (r.next.map_or("—", |n| match n {
-                                backstop_core::case::Next::Retry => "retry",
-                                backstop_core::case::Next::Escalate => "escalate",
-                            })) }
+                            td { (r.next.map_or("—", backstop_core::case::Next::as_str)) }
                             td { @if r.progress { span.pill.ok { "progress" } } @else { span.pill.warn { "none" } } }
                             td { (r.closed.join(", ")) }
                         }

@@ -102,7 +102,12 @@ fn only_an_operator_resolves_reviews_and_grants_retries() {
         Some(OPERATOR),
         &json!({"decision": "totally_made_up"}),
     );
-    assert_eq!(made_up.status, 400, "{}", made_up.text);
+    assert_eq!(
+        (made_up.status, made_up.refused()),
+        (409, "decision_not_allowed".to_owned()),
+        "{}",
+        made_up.text
+    );
     let issue = &made_up.json()["error"]["issues"][0];
     assert_eq!(
         (issue["path"].as_str(), issue["code"].as_str()),

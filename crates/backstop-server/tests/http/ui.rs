@@ -210,7 +210,7 @@ fn a_resolution_needs_a_session_and_its_csrf_token_and_an_allowed_decision() {
         "a wrong CSRF token"
     );
     let made_up = send(Some(&cookie), form(&csrf, "totally_made_up"));
-    assert_eq!(made_up.status, 400);
+    assert_eq!(made_up.status, 409);
     assert!(
         made_up.text.contains("approve, handoff"),
         "{}",

@@ -10,7 +10,7 @@ use postgres::{Client, GenericClient, Row, Transaction};
 
 use super::notify::enqueue;
 use super::{int, uint};
-use crate::codec::{from_json, from_word, timestamp, to_json, word};
+use crate::codec::{from_json, from_word, timestamp, to_json};
 use crate::notify::refusal_notice;
 use crate::{Reply, StoreError};
 use backstop_core::notify::{CaseRef, Notice};
@@ -255,8 +255,8 @@ fn apply(
         )?;
     }
     let record = &change.attempt;
-    let status = word(&record.status)?;
-    let next = record.next.as_ref().map(word).transpose()?;
+    let status = record.status.as_str();
+    let next = record.next.map(Next::as_str);
     tx.execute(
         "INSERT INTO attempts (caller, job, case_id, cycle, number, at, execution_id, status,
                                outcome, next, progress, closed, cited, lane_retry, fingerprint,

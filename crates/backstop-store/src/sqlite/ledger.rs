@@ -9,7 +9,7 @@ use jiff::{SignedDuration, Timestamp};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
 use super::notify::enqueue;
-use crate::codec::{from_json, from_word, to_json, word};
+use crate::codec::{from_json, from_word, to_json};
 use crate::codec::{millis, timestamp};
 use crate::notify::refusal_notice;
 use crate::{Reply, StoreError};
@@ -246,9 +246,9 @@ fn apply(
         record.number,
         at,
         record.execution_id,
-        word(&record.status)?,
+        record.status.as_str(),
         record.outcome,
-        record.next.as_ref().map(word).transpose()?,
+        record.next.map(Next::as_str),
         record.progress,
         to_json(&record.closed)?,
         to_json(&record.cited)?,

@@ -144,7 +144,7 @@ fn parse_line(settings: &HintSettings, line: &[u8]) -> Result<Line, Vec<Issue>> 
         let path = backstop_core::issue::serde_path(e.path());
         vec![Issue::new(path, "bad_envelope", e.inner().to_string())]
     })?;
-    let report = Report::from_json(&envelope.report.to_string()).map_err(|issues| {
+    let report = Report::from_value(&envelope.report).map_err(|issues| {
         issues
             .into_iter()
             .map(|mut issue| {

@@ -12,6 +12,7 @@ pub mod hint;
 pub mod mcp;
 pub mod notify;
 pub mod pack;
+pub mod purge;
 pub mod reconcile;
 pub mod replay;
 pub mod review;

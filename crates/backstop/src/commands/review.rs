@@ -1,17 +1,16 @@
-//! `backstop review list|show|resolve` and `backstop purge`.
+//! `backstop review list|show|resolve`.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use backstop_core::Issue;
 use backstop_core::case::{Refusal, RefusalCode, resolution};
-use backstop_store::{DEFAULT_RETENTION, Resolution, ReviewFilter, ReviewItem, Store, StoreError};
-use jiff::SignedDuration;
+use backstop_store::{Resolution, ReviewFilter, ReviewItem, Store, StoreError};
 
 use super::cases::{open_existing, store_failed};
 use super::pack::{job_list, packs_by_job};
 use super::{EXIT_ISSUES, EXIT_OK, EXIT_REFUSED};
-use crate::cli::{PurgeArgs, ReviewListArgs, ReviewResolveArgs, ReviewShowArgs, ReviewStatus};
+use crate::cli::{ReviewListArgs, ReviewResolveArgs, ReviewShowArgs, ReviewStatus};
 use crate::output;
 use crate::settings::{OutputMode, resolve_now};
 
@@ -242,59 +241,5 @@ fn searched(packs: &[PathBuf]) -> String {
             .map(|p| p.display().to_string())
             .collect::<Vec<_>>()
             .join(", ")
-    }
-}
-
-/// Deletes records older than `--older-than`; prints the counts.
-pub fn purge(args: &PurgeArgs, out: &mut impl Write, err: &mut impl Write) -> io::Result<u8> {
-    let mut issues = Vec::new();
-    let now = resolve_now(args.now.as_deref(), &mut issues);
-    let keep = parse_retention(&args.older_than).unwrap_or_else(|why| {
-        issues.push(Issue::new("--older-than", "bad_duration", why));
-        DEFAULT_RETENTION
-    });
-    if !issues.is_empty() {
-        return output::refuse_command(OutputMode::Json, &issues, out, err);
-    }
-    let Some(store) = open_existing(&args.db.db, "purge", err)? else {
-        return Ok(EXIT_ISSUES);
-    };
-    let Some(before) = now.checked_sub(keep).ok() else {
-        let issue = Issue::new(
-            "--older-than",
-            "out_of_range",
-            format!(
-                "`{}` reaches before the earliest time there is",
-                args.older_than
-            ),
-        );
-        return output::refuse_command(OutputMode::Json, &[issue], out, err);
-    };
-    match store.purge(before) {
-        Ok(purged) => {
-            let report = serde_json::json!({"before": before, "deleted": purged});
-            output::json_line(out, &report)?;
-            Ok(EXIT_OK)
-        }
-        Err(e) => store_failed(&e, err),
-    }
-}
-
-/// A retention: `30d`, or any duration jiff reads (`72h`, `90m`); positive.
-fn parse_retention(text: &str) -> Result<SignedDuration, String> {
-    let parsed = match text.strip_suffix('d').map(str::parse::<i64>) {
-        Some(Ok(days)) => days
-            .checked_mul(86_400)
-            .filter(|_| days < 3_650_000)
-            .map(SignedDuration::from_secs)
-            .ok_or_else(|| format!("`{text}` is too long")),
-        _ => text
-            .parse::<SignedDuration>()
-            .map_err(|_| format!("`{text}` is not a duration like 30d, 72h or 90m")),
-    }?;
-    if parsed.is_positive() {
-        Ok(parsed)
-    } else {
-        Err(format!("`{text}` must be longer than zero"))
     }
 }

@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
+use backstop_core::redact::redact;
 use backstop_core::verify::decider::{Choice, FailedAttempt, Verdict, decide};
 use backstop_core::verify::parse::parse_output;
-use backstop_core::verify::redact::redact;
 use backstop_core::verify::signature::signature;
 use jiff::Timestamp;
 use serde::Serialize;

@@ -210,7 +210,7 @@ fn body_end(text: &str, from: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use crate::verify::redact::tests::{
+    use crate::redact::tests::{
         ANTHROPIC, AWS_ID, AWS_SECRET, JWT, OPENAI, OPENAI_LEGACY, github, r, unchanged,
     };
 

@@ -86,7 +86,7 @@ pub struct Redaction {
 /// text are left as they are and not counted.
 ///
 /// ```
-/// use backstop_core::verify::redact::redact;
+/// use backstop_core::redact::redact;
 ///
 /// let (text, found) = redact("psql postgres://app:hunter2@db/app, DB_TOKEN=abc");
 /// assert_eq!(

@@ -291,7 +291,7 @@ fn number_like(value: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use crate::verify::redact::tests::{r, unchanged};
+    use crate::redact::tests::{r, unchanged};
 
     #[test]
     fn named_values_keep_the_name() {
