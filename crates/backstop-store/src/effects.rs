@@ -287,6 +287,57 @@ fn refused_up_front(recipient: &Recipient) -> Option<DispatchAnswer> {
     Some(refused)
 }
 
+/// A permitted dispatch's answer kind and what it tells the caller to do.
+fn permitted_words(
+    pack: &Pack,
+    mode: DispatchMode,
+    live_key: bool,
+    recipient: &Recipient,
+) -> (AnswerKind, String) {
+    match mode {
+        DispatchMode::Live => (
+            AnswerKind::Permitted,
+            "go: perform it with this key, then report sent, failed or unknown".to_owned(),
+        ),
+        DispatchMode::Simulated => {
+            let policy = pack.dispatch.clone().unwrap_or_default();
+            let why = simulated_because(&policy, live_key, &recipient.contact);
+            (
+                AnswerKind::Simulated,
+                format!("sent to the simulator: {why}"),
+            )
+        }
+    }
+}
+
+/// What the ledger knows of a recipient when it reaches the gate, and its case's cycle.
+fn gate_facts(
+    tx: &mut impl EffectsTx,
+    pack: &Pack,
+    caller: &str,
+    request: &DispatchRequest,
+    recipient: &Recipient,
+    prior: Option<&DispatchRecord>,
+) -> Result<(GateFacts, u32), StoreError> {
+    let (cycle, review_lane) = tx.standing(caller, &pack.job, &recipient.case_id)?;
+    let (case_sends, last_send_at) = tx.case_sends(
+        caller,
+        &pack.job,
+        &recipient.case_id,
+        &request.batch_key,
+        &recipient.key,
+    )?;
+    let facts = GateFacts {
+        prior: prior.map(|p| (p.state, p.sends)),
+        terminal: cycle > 0 && pack.attempts.after_decision == AfterDecision::Final,
+        review_lane,
+        case_sends,
+        last_send_at,
+        suppressed: tx.suppressed(caller, &pack.job, &recipient.contact, &recipient.case_id)?,
+    };
+    Ok((facts, cycle))
+}
+
 /// One recipient through the gate: its facts loaded, the core's verdict, and a permitted or
 /// simulated dispatch stored under its key.
 fn gate_one(
@@ -299,22 +350,7 @@ fn gate_one(
     now: Timestamp,
 ) -> Result<DispatchAnswer, StoreError> {
     let prior = tx.prior(&recipient.key)?;
-    let (cycle, review_lane) = tx.standing(caller, &pack.job, &recipient.case_id)?;
-    let (case_sends, last_send_at) = tx.case_sends(
-        caller,
-        &pack.job,
-        &recipient.case_id,
-        &request.batch_key,
-        &recipient.key,
-    )?;
-    let facts = GateFacts {
-        prior: prior.as_ref().map(|p| (p.state, p.sends)),
-        terminal: cycle > 0 && pack.attempts.after_decision == AfterDecision::Final,
-        review_lane,
-        case_sends,
-        last_send_at,
-        suppressed: tx.suppressed(caller, &pack.job, &recipient.contact, &recipient.case_id)?,
-    };
+    let (facts, cycle) = gate_facts(tx, pack, caller, request, recipient, prior.as_ref())?;
     let zone = TimeZone::get(&recipient.time_zone).unwrap_or(TimeZone::UTC);
     let input = GateInput {
         pack,
@@ -328,20 +364,7 @@ fn gate_one(
         Verdict::Permitted(mode) => {
             let record = new_record(pack, caller, request, recipient, prior.as_ref(), mode, now);
             tx.put(&record)?;
-            let policy = pack.dispatch.clone().unwrap_or_default();
-            let (kind, reason) = match mode {
-                DispatchMode::Live => (
-                    AnswerKind::Permitted,
-                    "go: perform it with this key, then report sent, failed or unknown".to_owned(),
-                ),
-                DispatchMode::Simulated => (
-                    AnswerKind::Simulated,
-                    format!(
-                        "sent to the simulator: {}",
-                        simulated_because(&policy, context.live_key, &recipient.contact)
-                    ),
-                ),
-            };
+            let (kind, reason) = permitted_words(pack, mode, context.live_key, recipient);
             let mut a = blank_answer(recipient, kind, reason);
             a.dispatch = Some(record);
             a

@@ -31,19 +31,8 @@ use crate::pack::{
 /// `state` must be what the store holds for `request`'s case at `now`, loaded in the same
 /// transaction the change is applied in.
 pub fn attempt(pack: &Pack, state: &CaseState, request: &Request, now: Timestamp) -> Attempted {
-    if let Some(stored) = &state.execution {
-        if stored.fingerprint == request.fingerprint {
-            return Attempted::Replay(stored.result.clone());
-        }
-        return Attempted::Refused(Refusal::new(
-            RefusalCode::ExecutionIdConflict,
-            format!(
-                "execution_id `{}` was already used with a different request; a resend must carry \
-                 the same fields and values (key order and spacing do not matter), and a new \
-                 attempt needs a new execution_id",
-                request.execution_id
-            ),
-        ));
+    if let Some(answer) = resent(state, request) {
+        return answer;
     }
     let (case, open_case) = match resolve_case(state, request) {
         Ok(found) => found,
@@ -66,78 +55,15 @@ pub fn attempt(pack: &Pack, state: &CaseState, request: &Request, now: Timestamp
         .into_iter()
         .filter(|a| a.status.counts())
         .collect();
-    let lane_retry = match &state.review {
-        None => false,
-        Some(review) if review.retry_allowed && !review.retry_used => true,
-        // An item opened by an escalation (attempt limit, no progress) puts the case in a
-        // person's queue without holding it: attempts go on as the limit allows, and a
-        // request past the limit is refused with the escalation, as without the item.
-        Some(review) if is_escalation_lane(&review.lane) => false,
-        Some(review) => {
-            return Attempted::Refused(
-                Refusal::new(
-                    RefusalCode::CaseInReview,
-                    format!(
-                        "case `{}` is held in lane `{}` for review (item {}); no attempt is \
-                         taken until an operator resolves it: escalate with the escalation shown",
-                        case.id, review.lane, review.id
-                    ),
-                )
-                .with_escalation(escalation(
-                    pack,
-                    &review.escalation,
-                    Trigger::Held,
-                )),
-            );
-        }
+    let lane_retry = match review_allows(pack, state, &case) {
+        Ok(lane_retry) => lane_retry,
+        Err(refusal) => return Attempted::Refused(*refusal),
     };
-    let max = pack.attempts.max;
-    let spent = counted
-        .last()
-        .is_some_and(|a| a.next == Some(Next::Escalate));
-    if spent || counted.len() > max as usize {
-        return Attempted::Refused(
-            Refusal::new(
-                RefusalCode::AttemptLimitReached,
-                format!(
-                    "case `{}` has no attempts left ({} used in this cycle): stop and escalate \
-                     with the escalation shown",
-                    case.id,
-                    counted.len()
-                ),
-            )
-            .with_escalation(limit_escalation(pack)),
-        );
+    if let Some(refusal) = past_the_limit(pack, &counted, &case) {
+        return Attempted::Refused(refusal);
     }
     let number = u32::try_from(counted.len()).unwrap_or(u32::MAX) + 1;
-    let facts: std::collections::BTreeMap<String, String> = request
-        .related
-        .iter()
-        .flat_map(|(kind, record)| {
-            record
-                .fields
-                .iter()
-                .map(move |(field, value)| (format!("related.{kind}.{field}"), value.clone()))
-        })
-        .collect();
-    let mut judgement = decide_with_facts(
-        pack,
-        &request.questions,
-        &facts,
-        request.confidence,
-        request.source_status.as_deref(),
-        now,
-    );
-    if judgement.status == Status::Reconcile && reconciled {
-        // Reconcile once, then a person: never an automatic redial.
-        let lane = pack.envelope.unreconciled.clone();
-        judgement.reason = format!(
-            "{}; a reconcile was already asked for in this cycle, so the case is held in lane `{lane}`",
-            judgement.reason
-        );
-        judgement.status = Status::Held;
-        judgement.outcome = Some(lane);
-    }
+    let judgement = judged(pack, request, reconciled, now);
     let missing: Vec<String> = pack
         .related
         .iter()
@@ -174,46 +100,153 @@ pub fn attempt(pack: &Pack, state: &CaseState, request: &Request, now: Timestamp
         }
     };
     result.case = case;
-    let review_id = state.review.as_ref().map(|r| r.id);
-    let change = Change {
-        case_id: result.case.id.clone(),
-        open_case,
-        attempt: AttemptRecord {
-            number,
-            at: now,
-            execution_id: request.execution_id.clone(),
-            status: result.status,
-            outcome: result.outcome.clone(),
-            next: result.attempts.next,
-            progress,
-            closed,
-            cited,
-            lane_retry,
-        },
-        execution: StoredExecution {
-            fingerprint: request.fingerprint.clone(),
-            result: serde_json::to_string(&result).unwrap_or_default(),
-        },
-        end_cycle: result.status == ResultStatus::Decided,
-        open_review: review_to_open(&result, state).map(|lane| {
-            NewReview {
-                // Only a retry this result offers: a lane's retry past the limit is none.
-                retry_allowed: result.attempts.next == Some(Next::Retry),
-                escalation: result
-                    .escalation
-                    .as_ref()
-                    .map(|e| e.id.clone())
-                    .unwrap_or_default(),
-                lane,
-                reason: result.reason.clone(),
-            }
-        }),
-        use_review_retry: review_id.filter(|_| lane_retry),
-        close_review: review_id.filter(|_| result.status == ResultStatus::Decided),
+    let record = AttemptRecord {
+        number,
+        at: now,
+        execution_id: request.execution_id.clone(),
+        status: result.status,
+        outcome: result.outcome.clone(),
+        next: result.attempts.next,
+        progress,
+        closed,
+        cited,
+        lane_retry,
     };
+    let change = change(state, request, &result, record, open_case);
     Attempted::Counted {
         result: Box::new(result),
         change: Box::new(change),
+    }
+}
+
+/// A resend: the stored result when the request is the same as the one first sent under its
+/// execution id, a conflict when it is not; `None` for a new execution id.
+fn resent(state: &CaseState, request: &Request) -> Option<Attempted> {
+    let stored = state.execution.as_ref()?;
+    if stored.fingerprint == request.fingerprint {
+        return Some(Attempted::Replay(stored.result.clone()));
+    }
+    Some(Attempted::Refused(Refusal::new(
+        RefusalCode::ExecutionIdConflict,
+        format!(
+            "execution_id `{}` was already used with a different request; a resend must carry \
+             the same fields and values (key order and spacing do not matter), and a new \
+             attempt needs a new execution_id",
+            request.execution_id
+        ),
+    )))
+}
+
+/// Whether the case's open review item lets this attempt run, and whether it is the one
+/// retry a gather lane allows; a case held in a lane is refused until a person resolves it.
+fn review_allows(pack: &Pack, state: &CaseState, case: &CaseView) -> Result<bool, Box<Refusal>> {
+    match &state.review {
+        None => Ok(false),
+        Some(review) if review.retry_allowed && !review.retry_used => Ok(true),
+        // An item opened by an escalation (attempt limit, no progress) puts the case in a
+        // person's queue without holding it: attempts go on as the limit allows, and a
+        // request past the limit is refused with the escalation, as without the item.
+        Some(review) if is_escalation_lane(&review.lane) => Ok(false),
+        Some(review) => Err(Box::new(
+            Refusal::new(
+                RefusalCode::CaseInReview,
+                format!(
+                    "case `{}` is held in lane `{}` for review (item {}); no attempt is \
+                 taken until an operator resolves it: escalate with the escalation shown",
+                    case.id, review.lane, review.id
+                ),
+            )
+            .with_escalation(escalation(pack, &review.escalation, Trigger::Held)),
+        )),
+    }
+}
+
+/// The refusal of a request past the case's attempt limit, with the escalation.
+fn past_the_limit(pack: &Pack, counted: &[&AttemptRecord], case: &CaseView) -> Option<Refusal> {
+    let spent = counted
+        .last()
+        .is_some_and(|a| a.next == Some(Next::Escalate));
+    (spent || counted.len() > pack.attempts.max as usize).then(|| {
+        Refusal::new(
+            RefusalCode::AttemptLimitReached,
+            format!(
+                "case `{}` has no attempts left ({} used in this cycle): stop and escalate \
+                 with the escalation shown",
+                case.id,
+                counted.len()
+            ),
+        )
+        .with_escalation(limit_escalation(pack))
+    })
+}
+
+/// The evidence judged against the pack, the related records' facts included; a second
+/// reconcile in a cycle is held for a person instead.
+fn judged(pack: &Pack, request: &Request, reconciled: bool, now: Timestamp) -> Judgement {
+    let facts: std::collections::BTreeMap<String, String> = request
+        .related
+        .iter()
+        .flat_map(|(kind, record)| {
+            record
+                .fields
+                .iter()
+                .map(move |(field, value)| (format!("related.{kind}.{field}"), value.clone()))
+        })
+        .collect();
+    let mut judgement = decide_with_facts(
+        pack,
+        &request.questions,
+        &facts,
+        request.confidence,
+        request.source_status.as_deref(),
+        now,
+    );
+    if judgement.status == Status::Reconcile && reconciled {
+        // Reconcile once, then a person: never an automatic redial.
+        let lane = pack.envelope.unreconciled.clone();
+        judgement.reason = format!(
+            "{}; a reconcile was already asked for in this cycle, so the case is held in lane `{lane}`",
+            judgement.reason
+        );
+        judgement.status = Status::Held;
+        judgement.outcome = Some(lane);
+    }
+    judgement
+}
+
+/// What the store applies for a counted attempt: the record, the stored result, the cycle's
+/// end, and the review item opened, retried or closed.
+fn change(
+    state: &CaseState,
+    request: &Request,
+    result: &DecisionResult,
+    record: AttemptRecord,
+    open_case: Option<NewCase>,
+) -> Change {
+    let review_id = state.review.as_ref().map(|r| r.id);
+    let lane_retry = record.lane_retry;
+    Change {
+        case_id: result.case.id.clone(),
+        open_case,
+        attempt: record,
+        execution: StoredExecution {
+            fingerprint: request.fingerprint.clone(),
+            result: serde_json::to_string(result).unwrap_or_default(),
+        },
+        end_cycle: result.status == ResultStatus::Decided,
+        open_review: review_to_open(result, state).map(|lane| NewReview {
+            // Only a retry this result offers: a lane's retry past the limit is none.
+            retry_allowed: result.attempts.next == Some(Next::Retry),
+            escalation: result
+                .escalation
+                .as_ref()
+                .map(|e| e.id.clone())
+                .unwrap_or_default(),
+            lane,
+            reason: result.reason.clone(),
+        }),
+        use_review_retry: review_id.filter(|_| lane_retry),
+        close_review: review_id.filter(|_| result.status == ResultStatus::Decided),
     }
 }
 

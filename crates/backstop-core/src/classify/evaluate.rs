@@ -282,6 +282,36 @@ fn candidates(rules: &RuleSet, prepared: &Prepared<'_>) -> Vec<usize> {
     found
 }
 
+/// The rules that decide: those at the strongest level of evidence, of them the most
+/// specific (a rule on a strict superset of another's fields), and between rules on the same
+/// fields the first in order. Empty when no rule matched.
+fn winners(ranked: Vec<(&CompiledRule, Strength)>) -> Vec<&CompiledRule> {
+    let Some(best) = ranked.iter().map(|(_, s)| s.rank).min() else {
+        return Vec::new();
+    };
+    let strongest: Vec<(&CompiledRule, FieldSet)> = ranked
+        .into_iter()
+        .filter(|(_, s)| s.rank == best)
+        .map(|(r, s)| (r, s.fields))
+        .collect();
+    // A rule on a strict superset of another's fields (at this level) is more specific.
+    let specific = strongest.iter().copied().filter(|(_, fields)| {
+        !strongest
+            .iter()
+            .any(|(_, other)| other != fields && other.is_superset(*fields))
+    });
+    // Between rules on the same fields, the first in order wins.
+    let mut winners: Vec<&CompiledRule> = Vec::new();
+    let mut seen: Vec<FieldSet> = Vec::new();
+    for (rule, fields) in specific {
+        if !seen.contains(&fields) {
+            seen.push(fields);
+            winners.push(rule);
+        }
+    }
+    winners
+}
+
 /// Decides the class from the rules that match. Retry hints are added by the caller.
 pub(super) fn decide(
     rules: &RuleSet,
@@ -309,34 +339,11 @@ pub(super) fn decide(
         .into_iter()
         .map(|r| (r, prepared.strength(r)))
         .collect();
-    let Some(best) = ranked.iter().map(|(_, s)| s.rank).min() else {
+    let winners = winners(ranked);
+    let Some(first) = winners.first() else {
         return unclassified("no rule matched".to_owned(), Vec::new());
     };
-    let strongest: Vec<(&CompiledRule, FieldSet)> = ranked
-        .into_iter()
-        .filter(|(_, s)| s.rank == best)
-        .map(|(r, s)| (r, s.fields))
-        .collect();
-    // A rule on a strict superset of another's fields (at this level) is more specific.
-    let specific: Vec<(&CompiledRule, FieldSet)> = strongest
-        .iter()
-        .copied()
-        .filter(|(_, fields)| {
-            !strongest
-                .iter()
-                .any(|(_, other)| other != fields && other.is_superset(*fields))
-        })
-        .collect();
-    // Between rules on the same fields, the first in order wins.
-    let mut winners: Vec<&CompiledRule> = Vec::new();
-    let mut seen: Vec<FieldSet> = Vec::new();
-    for (rule, fields) in specific {
-        if !seen.contains(&fields) {
-            seen.push(fields);
-            winners.push(rule);
-        }
-    }
-    let class = winners[0].rule.class.expect("deciding rules have a class");
+    let class = first.rule.class.expect("deciding rules have a class");
     if winners.iter().any(|w| w.rule.class != Some(class)) {
         let mut reason = String::from("the strongest evidence disagrees:");
         let mut evidence = Vec::new();

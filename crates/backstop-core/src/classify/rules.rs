@@ -353,6 +353,10 @@ fn parse_rules_table(
     }
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "one read per key of a rule, in the order the rule format lists them"
+)]
 fn parse_rule(
     entry: &toml::Table,
     path: &str,

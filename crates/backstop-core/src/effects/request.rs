@@ -65,6 +65,10 @@ pub struct Recipient {
 /// `recipients`, duplicate recipient ids, a case the pack cannot name, an unknown time zone,
 /// a value or id too long. A placeholder or an injected instruction in an untrusted value is
 /// not an error of the request: that recipient is refused in the answer.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one read per field of a dispatch request, in the order the format lists them"
+)]
 pub fn parse_dispatch(
     pack: &Pack,
     caller: &str,
@@ -216,6 +220,10 @@ struct RecipientRead<'a> {
 }
 
 impl RecipientRead<'_> {
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one read per field of a recipient, in the order the format lists them"
+    )]
     fn recipient(
         &self,
         fields: &Map<String, Value>,

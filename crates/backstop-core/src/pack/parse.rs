@@ -59,6 +59,10 @@ const TOP_KEYS: [&str; 15] = [
 /// "#).unwrap();
 /// assert_eq!(pack.attempts.max, 3);
 /// ```
+#[allow(
+    clippy::too_many_lines,
+    reason = "one read per table of the pack format, in the order the format lists them"
+)]
 pub fn parse_pack(text: &str) -> Result<Pack, Vec<Issue>> {
     let table: Table = text.parse().map_err(|e: toml::de::Error| {
         vec![Issue::new(

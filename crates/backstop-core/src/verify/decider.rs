@@ -181,6 +181,11 @@ pub fn decide(history: &[FailedAttempt]) -> Verdict {
             true,
         );
     };
+    compared(run, previous)
+}
+
+/// The latest run against the one before it: narrowed, broke tests, or the same failing.
+fn compared(run: &TestRun, previous: &TestRun) -> Verdict {
     let before: BTreeSet<&String> = previous.failing.iter().collect();
     let now: BTreeSet<&String> = run.failing.iter().collect();
     let broke: Vec<&&String> = now.difference(&before).collect();

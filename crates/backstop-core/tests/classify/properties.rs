@@ -16,6 +16,7 @@ fn now() -> Timestamp {
 }
 
 /// A report made of realistic pieces, so that rules of every family fire and collide.
+#[allow(clippy::too_many_lines, reason = "a table of realistic report pieces")]
 fn report_json() -> impl Strategy<Value = Map<String, Value>> {
     let status = prop::sample::select(vec![
         400u16, 401, 403, 404, 409, 413, 422, 429, 500, 501, 502, 503, 504, 529,

@@ -46,6 +46,10 @@ const LOGIN_FAILING: [&str; 2] = [
     "src/api/login.test.ts > login > rejects a wrong password",
 ];
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "a table of test outputs, one case each"
+)]
 fn samples() -> Vec<Sample> {
     use Runner::{CargoTest, GoTest, Jest, Nextest, Plain, Pytest, Vitest};
     macro_rules! case {

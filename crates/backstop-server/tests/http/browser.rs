@@ -184,6 +184,7 @@ async fn queue_rows(browser: &Client) -> usize {
 }
 
 #[test]
+#[allow(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 fn an_operator_works_the_queue_in_a_browser() {
     let Some(driver) = driver() else {
         return;

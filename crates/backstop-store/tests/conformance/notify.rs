@@ -232,6 +232,7 @@ pub fn a_task_escalation_is_notified(store: &dyn Store) {
 
 /// A claim keeps a row from every other worker until its lease passes; a try finished under
 /// a lost claim changes nothing; a retry keeps the id and counts the try; delivered is final.
+#[allow(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 pub fn claims_are_leased_and_a_lost_claim_changes_nothing(store: &dyn Store) {
     subscribe(store, &[("ops", &[NotifyKind::ReviewOpened])]);
     let pack = shipped("vendor-risk");

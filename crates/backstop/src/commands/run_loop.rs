@@ -14,6 +14,7 @@ use backstop_core::redact::redact;
 use backstop_core::verify::decider::{Choice, FailedAttempt, Verdict, decide};
 use backstop_core::verify::parse::parse_output;
 use backstop_core::verify::signature::signature;
+use backstop_core::verify::stop::{AfterFailure, Approach, Counsel, Stop, after_failure};
 use jiff::Timestamp;
 use serde::Serialize;
 use serde_json::json;
@@ -69,55 +70,60 @@ struct Round {
     output: String,
 }
 
-/// The decider's answer after a failure, built-in or external.
+/// The decider's answer after a failure, built-in or external: its counsel and its reason.
 #[derive(Debug, Clone)]
 struct Judgement {
-    score: Option<f64>,
-    choice: Option<Choice>,
+    counsel: Counsel,
     reason: String,
-    /// Whether the answer may stop the loop (the output was read; the decider answered).
-    binding: bool,
-    abstained: bool,
 }
 
 impl Judgement {
     fn builtin(v: Verdict) -> Judgement {
         Judgement {
-            score: Some(f64::from(v.score)),
-            choice: Some(v.choice),
+            counsel: Counsel {
+                score: Some(f64::from(v.score)),
+                choice: Some(v.choice),
+                binding: v.read_output,
+                abstained: false,
+            },
             reason: v.reason,
-            binding: v.read_output,
-            abstained: false,
         }
     }
 
     fn external(answer: Answer) -> Judgement {
-        match answer {
-            Answer::Verdict { score, choice } => Judgement {
-                score: Some(score),
-                choice: Some(choice),
-                reason: format!(
+        let (counsel, reason) = match answer {
+            Answer::Verdict { score, choice } => (
+                Counsel {
+                    score: Some(score),
+                    choice: Some(choice),
+                    binding: true,
+                    abstained: false,
+                },
+                format!(
                     "the decider expects {score:.1} of 5 and chose {}",
                     choice_name(choice)
                 ),
-                binding: true,
-                abstained: false,
-            },
-            Answer::Abstained => Judgement {
-                score: None,
-                choice: None,
-                reason: "the decider abstained".to_owned(),
-                binding: false,
-                abstained: true,
-            },
-            Answer::Unavailable(why) => Judgement {
-                score: None,
-                choice: None,
-                reason: format!("{why}; the fixed cap of attempts decides"),
-                binding: false,
-                abstained: false,
-            },
-        }
+            ),
+            Answer::Abstained => (
+                Counsel {
+                    score: None,
+                    choice: None,
+                    binding: false,
+                    abstained: true,
+                },
+                "the decider abstained".to_owned(),
+            ),
+            Answer::Unavailable(why) => (
+                Counsel {
+                    score: None,
+                    choice: None,
+                    binding: false,
+                    abstained: false,
+                },
+                format!("{why}; the fixed cap of attempts decides"),
+            ),
+        };
+        Judgement { counsel, reason }
     }
 }
 
@@ -146,6 +152,17 @@ enum Ending {
     Abstained,
     TestCommandFailed,
     AttemptCommandFailed,
+}
+
+impl From<Stop> for Ending {
+    fn from(stop: Stop) -> Ending {
+        match stop {
+            Stop::BudgetSpent => Ending::BudgetSpent,
+            Stop::Abstained => Ending::Abstained,
+            Stop::DeciderStop => Ending::DeciderStop,
+            Stop::BelowThreshold => Ending::BelowThreshold,
+        }
+    }
 }
 
 impl Ending {
@@ -177,17 +194,9 @@ impl Ending {
 /// Runs the loop.
 pub fn run(args: &LoopArgs, out: &mut impl Write, err: &mut impl Write) -> io::Result<u8> {
     let started = Instant::now();
-    // Required by the parser unless a subcommand runs instead.
-    let test_command = args.test.as_deref().unwrap_or("false");
-    let run_id = format!("{}-{}", Timestamp::now().as_second(), std::process::id());
-    let live = !args.json && io::stderr().is_terminal();
     let work = std::env::temp_dir().join(format!("backstop-loop-{}", std::process::id()));
     fs::create_dir_all(&work)?;
-    let failure_file = work.join("last-failure.md");
-    let mut rounds: Vec<Round> = Vec::new();
-    let mut history: Vec<FailedAttempt> = Vec::new();
-    let mut strategy = "same_approach";
-    let mut log = match &args.log {
+    let log = match &args.log {
         Some(path) => Some(
             fs::OpenOptions::new()
                 .create(true)
@@ -196,7 +205,6 @@ pub fn run(args: &LoopArgs, out: &mut impl Write, err: &mut impl Write) -> io::R
         ),
         None => None,
     };
-    let mut ending = Ending::BudgetSpent;
     let decider = match args.decider.as_str() {
         "builtin" => None,
         url => Some(ExternalDecider::new(
@@ -207,72 +215,106 @@ pub fn run(args: &LoopArgs, out: &mut impl Write, err: &mut impl Write) -> io::R
             args.decider_timeout,
         )),
     };
-    for attempt in 1..=args.max_attempts {
-        let mut attempt_failure: Option<(Option<i32>, String)> = None;
-        if let Some(command) = &args.attempt {
-            status(
-                err,
-                live,
-                &format!(
-                    "attempt {attempt}/{}: running the attempt",
-                    args.max_attempts
-                ),
-                started,
-            )?;
-            let env = [
-                ("BACKSTOP_ATTEMPT", attempt.to_string()),
-                ("BACKSTOP_MAX_ATTEMPTS", args.max_attempts.to_string()),
-                ("BACKSTOP_STRATEGY", strategy.to_owned()),
-                ("BACKSTOP_FAILURE_FILE", failure_file.display().to_string()),
-            ];
-            // Only the tests decide whether the work is done; an attempt that could not run at
-            // all ends the loop, and any other failing attempt is recorded beside its round.
-            let (code, raw) = shell(command, &env)?;
-            if code != Some(0) {
-                let (text, _) = redact(&raw);
-                attempt_failure = Some((code, tail_chars(&text, ATTEMPT_TAIL_CHARS)));
-            }
-            if matches!(code, Some(126 | 127)) {
-                let (code, tail) = attempt_failure.take().unwrap_or_default();
-                let mut r = round(
-                    &run_id,
-                    attempt,
-                    false,
-                    None,
-                    strategy,
-                    None,
-                    (None, None),
-                    format!(
-                        "the attempt command could not run (exit status {}): {}",
-                        code.unwrap_or_default(),
-                        tail.lines().last().unwrap_or("no output")
-                    ),
-                    String::new(),
-                );
-                r.attempt_exit_code = code;
-                r.attempt_tail = Some(tail);
-                rounds.push(r);
-                write_log(log.as_mut(), rounds.last())?;
-                ending = Ending::AttemptCommandFailed;
-                break;
+    let mut looping = Loop {
+        args,
+        run_id: format!("{}-{}", Timestamp::now().as_second(), std::process::id()),
+        live: !args.json && io::stderr().is_terminal(),
+        started,
+        failure_file: work.join("last-failure.md"),
+        log,
+        decider,
+        rounds: Vec::new(),
+        history: Vec::new(),
+        approach: Approach::Same,
+    };
+    let ending = looping.rounds(err)?;
+    if looping.live {
+        writeln!(err)?;
+    }
+    let rounds = looping.rounds;
+    if ending != Ending::Passed
+        && let Some(dir) = &args.handoff
+    {
+        write_handoff(dir, ending, &rounds)?;
+    }
+    let _ = fs::remove_dir_all(&work);
+    report(args, ending, &rounds, started, out)?;
+    Ok(ending.exit_code())
+}
+
+/// One run of the loop: its settings and what it has seen so far.
+struct Loop<'a> {
+    args: &'a LoopArgs,
+    run_id: String,
+    live: bool,
+    started: Instant,
+    failure_file: PathBuf,
+    log: Option<fs::File>,
+    decider: Option<ExternalDecider>,
+    rounds: Vec<Round>,
+    history: Vec<FailedAttempt>,
+    approach: Approach,
+}
+
+/// How an attempt command ran.
+enum AttemptRun {
+    /// It exited 0, or no attempt command was given.
+    Done,
+    /// It failed: its exit status and the tail of its output (redacted), kept beside the round.
+    Failed(Option<i32>, String),
+    /// It could not run at all (126, 127): the loop ends.
+    CouldNotRun,
+}
+
+impl Loop<'_> {
+    /// Every round until one ends the loop.
+    fn rounds(&mut self, err: &mut impl Write) -> io::Result<Ending> {
+        for attempt in 1..=self.args.max_attempts {
+            if let Some(ending) = self.round(attempt, err)? {
+                return Ok(ending);
             }
         }
-        status(
-            err,
-            live,
-            &format!("attempt {attempt}/{}: running the tests", args.max_attempts),
-            started,
-        )?;
+        Ok(Ending::BudgetSpent)
+    }
+
+    fn status(&self, err: &mut impl Write, message: &str) -> io::Result<()> {
+        status(err, self.live, message, self.started)
+    }
+
+    /// Keeps a round, in memory and in the log.
+    fn keep(&mut self, round: Round) -> io::Result<()> {
+        self.rounds.push(round);
+        write_log(self.log.as_mut(), self.rounds.last())
+    }
+
+    /// One attempt, then the tests, then the decision; the ending if this round ends the loop.
+    fn round(&mut self, attempt: u32, err: &mut impl Write) -> io::Result<Option<Ending>> {
+        let max = self.args.max_attempts;
+        let attempt_failure = match self.attempt_command(attempt, err)? {
+            AttemptRun::CouldNotRun => return Ok(Some(Ending::AttemptCommandFailed)),
+            AttemptRun::Failed(code, tail) => Some((code, tail)),
+            AttemptRun::Done => None,
+        };
+        self.status(err, &format!("attempt {attempt}/{max}: running the tests"))?;
+        let test_command = self.args.test.as_deref().unwrap_or("false");
         let (code, raw) = shell(test_command, &[])?;
         let (text, _) = redact(&raw);
+        let with_attempt = |mut r: Round| {
+            if let Some((code, tail)) = attempt_failure.clone() {
+                r.attempt_exit_code = code;
+                r.attempt_tail = Some(tail);
+            }
+            r
+        };
+        let strategy = self.approach.as_str();
         if matches!(code, Some(126 | 127)) {
             let reason = format!(
                 "the test command could not run (exit status {}): {}",
                 code.unwrap_or_default(),
                 text.lines().last().unwrap_or("no output")
             );
-            let mut r = round(
-                &run_id,
+            let r = round(
+                &self.run_id,
                 attempt,
                 false,
                 code,
@@ -282,35 +324,26 @@ pub fn run(args: &LoopArgs, out: &mut impl Write, err: &mut impl Write) -> io::R
                 reason,
                 text,
             );
-            if let Some((code, tail)) = attempt_failure.take() {
-                r.attempt_exit_code = code;
-                r.attempt_tail = Some(tail);
-            }
-            rounds.push(r);
-            ending = Ending::TestCommandFailed;
-            break;
+            self.rounds.push(with_attempt(r));
+            return Ok(Some(Ending::TestCommandFailed));
         }
         if code == Some(0) {
-            let mut r = round(
-                &run_id,
+            let reason = "the tests passed".to_owned();
+            let r = round(
+                &self.run_id,
                 attempt,
                 true,
                 code,
                 strategy,
                 None,
                 (None, None),
-                "the tests passed".to_owned(),
+                reason,
                 text,
             );
-            if let Some((code, tail)) = attempt_failure.take() {
-                r.attempt_exit_code = code;
-                r.attempt_tail = Some(tail);
-            }
-            rounds.push(r);
-            write_log(log.as_mut(), rounds.last())?;
-            ending = Ending::Passed;
-            break;
+            self.keep(with_attempt(r))?;
+            return Ok(Some(Ending::Passed));
         }
+        let judgement = self.judge(attempt, &text);
         let parsed = parse_output(&text);
         let summary = parsed.as_ref().map(|r| {
             (
@@ -319,114 +352,150 @@ pub fn run(args: &LoopArgs, out: &mut impl Write, err: &mut impl Write) -> io::R
                 signature(r).digest(),
             )
         });
-        let tests = parsed
-            .as_ref()
-            .map(|r| format!("{} passed, {} failed", r.passed, r.failed));
-        history.push(FailedAttempt::from_output(&text));
-        let judgement = if attempt == args.max_attempts {
-            Judgement::builtin(decide(&history))
-        } else {
-            match &decider {
-                Some(external) => {
-                    let state = json!({
-                        "attempt": attempt,
-                        "max_attempts": args.max_attempts,
-                        "tests": tests,
-                        "test_output": tail_chars(&text, 4000),
-                        "previous_failures": rounds.iter().rev().take(3).rev()
-                            .map(|r| tail_chars(&r.output, 800)).collect::<Vec<_>>(),
-                    });
-                    Judgement::external(external.ask(&state))
-                }
-                None => Judgement::builtin(decide(&history)),
-            }
-        };
+        let counsel = judgement.counsel;
+        let scored = (counsel.score, counsel.choice);
         let mut r = round(
-            &run_id,
+            &self.run_id,
             attempt,
             false,
             code,
             strategy,
             summary,
-            (judgement.score, judgement.choice),
+            scored,
             judgement.reason.clone(),
             text,
         );
         if code.is_none() {
             r.reason = format!("the test command was killed by a signal; {}", r.reason);
         }
-        if let Some((code, tail)) = attempt_failure.take() {
-            r.attempt_exit_code = code;
-            r.attempt_tail = Some(tail);
-        }
-        rounds.push(r);
-        write_log(log.as_mut(), rounds.last())?;
-        write_failure_file(&failure_file, &rounds)?;
-        let score = judgement
+        self.keep(with_attempt(r))?;
+        write_failure_file(&self.failure_file, &self.rounds)?;
+        let score = counsel
             .score
             .map_or_else(|| "-".to_owned(), |s| format!("{s:.1}"));
-        status(
-            err,
-            live,
-            &format!(
-                "attempt {attempt}/{}: failed, score {score}: {}",
-                args.max_attempts, judgement.reason
-            ),
-            started,
-        )?;
-        if attempt == args.max_attempts {
-            ending = Ending::BudgetSpent;
-            break;
-        }
-        if judgement.abstained {
-            ending = Ending::Abstained;
-            break;
-        }
-        if judgement.binding && judgement.choice == Some(Choice::Stop) {
-            ending = Ending::DeciderStop;
-            break;
-        }
-        if judgement.binding && judgement.score.is_some_and(|s| s < args.threshold) {
-            ending = Ending::BelowThreshold;
-            break;
-        }
-        strategy = match judgement.choice {
-            Some(Choice::ChangeApproach) => "change_approach",
-            _ => "same_approach",
+        let message = format!(
+            "attempt {attempt}/{max}: failed, score {score}: {}",
+            judgement.reason
+        );
+        self.status(err, &message)?;
+        Ok(
+            match after_failure(attempt, max, &counsel, self.args.threshold) {
+                AfterFailure::Stop(stop) => Some(Ending::from(stop)),
+                AfterFailure::Again(approach) => {
+                    self.approach = approach;
+                    None
+                }
+            },
+        )
+    }
+
+    /// Runs the attempt command, if there is one. Only the tests decide whether the work is
+    /// done; an attempt that could not run at all ends the loop, and any other failing attempt
+    /// is recorded beside its round.
+    fn attempt_command(&mut self, attempt: u32, err: &mut impl Write) -> io::Result<AttemptRun> {
+        let Some(command) = &self.args.attempt else {
+            return Ok(AttemptRun::Done);
         };
-    }
-    if live {
-        writeln!(err)?;
-    }
-    if ending != Ending::Passed
-        && let Some(dir) = &args.handoff
-    {
-        write_handoff(dir, ending, &rounds)?;
-    }
-    let _ = fs::remove_dir_all(&work);
-    let summary = json!({
-        "ending": ending,
-        "why": ending.words(),
-        "exit_code": ending.exit_code(),
-        "attempts": rounds.len(),
-        "elapsed_ms": u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        "rounds": rounds,
-    });
-    if args.json {
-        output::json_line(out, &summary)?;
-    } else {
-        writeln!(
-            out,
-            "{} after {} attempt(s): {}",
-            ending_word(ending),
-            rounds.len(),
-            ending.words()
+        let max = self.args.max_attempts;
+        self.status(
+            err,
+            &format!("attempt {attempt}/{max}: running the attempt"),
         )?;
-        if let Some(last) = rounds.last().filter(|r| !r.passed) {
-            writeln!(out, "  last failure: {}", last.reason)?;
+        let env = [
+            ("BACKSTOP_ATTEMPT", attempt.to_string()),
+            ("BACKSTOP_MAX_ATTEMPTS", max.to_string()),
+            ("BACKSTOP_STRATEGY", self.approach.as_str().to_owned()),
+            (
+                "BACKSTOP_FAILURE_FILE",
+                self.failure_file.display().to_string(),
+            ),
+        ];
+        let (code, raw) = shell(command, &env)?;
+        if code == Some(0) {
+            return Ok(AttemptRun::Done);
         }
+        let (text, _) = redact(&raw);
+        let tail = tail_chars(&text, ATTEMPT_TAIL_CHARS);
+        if !matches!(code, Some(126 | 127)) {
+            return Ok(AttemptRun::Failed(code, tail));
+        }
+        let reason = format!(
+            "the attempt command could not run (exit status {}): {}",
+            code.unwrap_or_default(),
+            tail.lines().last().unwrap_or("no output")
+        );
+        let strategy = self.approach.as_str();
+        let mut r = round(
+            &self.run_id,
+            attempt,
+            false,
+            None,
+            strategy,
+            None,
+            (None, None),
+            reason,
+            String::new(),
+        );
+        r.attempt_exit_code = code;
+        r.attempt_tail = Some(tail);
+        self.keep(r)?;
+        Ok(AttemptRun::CouldNotRun)
     }
-    Ok(ending.exit_code())
+
+    /// The decider's judgement of the failure just recorded in `text`: the built-in one on the
+    /// last attempt (nothing is left to choose), else the external decider when one is set.
+    fn judge(&mut self, attempt: u32, text: &str) -> Judgement {
+        self.history.push(FailedAttempt::from_output(text));
+        let external = self
+            .decider
+            .as_ref()
+            .filter(|_| attempt < self.args.max_attempts);
+        let Some(external) = external else {
+            return Judgement::builtin(decide(&self.history));
+        };
+        let tests = parse_output(text).map(|r| format!("{} passed, {} failed", r.passed, r.failed));
+        let state = json!({
+            "attempt": attempt,
+            "max_attempts": self.args.max_attempts,
+            "tests": tests,
+            "test_output": tail_chars(text, 4000),
+            "previous_failures": self.rounds.iter().rev().take(3).rev()
+                .map(|r| tail_chars(&r.output, 800)).collect::<Vec<_>>(),
+        });
+        Judgement::external(external.ask(&state))
+    }
+}
+
+/// The loop's summary: one JSON line with every round, or a line for a person.
+fn report(
+    args: &LoopArgs,
+    ending: Ending,
+    rounds: &[Round],
+    started: Instant,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    if args.json {
+        let summary = json!({
+            "ending": ending,
+            "why": ending.words(),
+            "exit_code": ending.exit_code(),
+            "attempts": rounds.len(),
+            "elapsed_ms": u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            "rounds": rounds,
+        });
+        return output::json_line(out, &summary);
+    }
+    writeln!(
+        out,
+        "{} after {} attempt(s): {}",
+        ending_word(ending),
+        rounds.len(),
+        ending.words()
+    )?;
+    if let Some(last) = rounds.last().filter(|r| !r.passed) {
+        writeln!(out, "  last failure: {}", last.reason)?;
+    }
+    Ok(())
 }
 
 fn ending_word(ending: Ending) -> &'static str {

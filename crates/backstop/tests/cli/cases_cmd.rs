@@ -279,6 +279,7 @@ fn attempts_of(case: &Value) -> &Vec<Value> {
 }
 
 #[test]
+#[allow(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 fn a_vendor_is_approved_after_a_retry_with_a_new_source() {
     let ledger = Ledger::new("vendor-flow");
     let first = ledger.result(

@@ -23,6 +23,7 @@ fn held(case: &str) -> Value {
 }
 
 #[test]
+#[allow(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 fn notify_list_shows_pending_delivered_and_failed() {
     let dir = TempDir::new("notify-list");
     let db = dir.path().join("ledger.db");

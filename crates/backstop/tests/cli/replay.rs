@@ -35,6 +35,7 @@ fn delay(line: &Value) -> u64 {
 }
 
 #[test]
+#[allow(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 fn a_mixed_trace_as_json_gives_each_step_and_exact_totals() {
     let dir = TempDir::new("replay-json");
     let run = replay(&dir, TRACE, &["--json"]);

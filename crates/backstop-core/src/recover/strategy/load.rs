@@ -164,6 +164,10 @@ fn duration_ms(text: Option<&str>, path: &str, issues: &mut Vec<Issue>) -> u64 {
     }
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "one check per table of the strategies format, in the order the format lists them"
+)]
 pub(super) fn build(raw: RawTable) -> Result<StrategyTable, Vec<Issue>> {
     let mut issues = Vec::new();
     let l = raw.limits;
