@@ -222,7 +222,8 @@ impl Config {
 
 /// The hex SHA-256 of an API key, as the config stores it.
 pub fn hash_key(key: &str) -> String {
-    backstop_core::case::identity::full_hash(key.as_bytes())
+    use sha2::Digest as _;
+    backstop_core::case::identity::hex(&sha2::Sha256::digest(key.as_bytes()))
 }
 
 fn unknown_keys(table: &Table, path: &str, known: &[&str], issues: &mut Vec<Issue>) {

@@ -70,16 +70,16 @@ struct Round {
     output: String,
 }
 
-/// The decider's answer after a failure, built-in or external: its counsel and its reason.
+/// The decider's assessment of a failure, built-in or external: its counsel and its reason.
 #[derive(Debug, Clone)]
-struct Judgement {
+struct Assessment {
     counsel: Counsel,
     reason: String,
 }
 
-impl Judgement {
-    fn builtin(v: Verdict) -> Judgement {
-        Judgement {
+impl Assessment {
+    fn builtin(v: Verdict) -> Assessment {
+        Assessment {
             counsel: Counsel {
                 score: Some(f64::from(v.score)),
                 choice: Some(v.choice),
@@ -90,7 +90,7 @@ impl Judgement {
         }
     }
 
-    fn external(answer: Answer) -> Judgement {
+    fn external(answer: Answer) -> Assessment {
         let (counsel, reason) = match answer {
             Answer::Verdict { score, choice } => (
                 Counsel {
@@ -123,7 +123,7 @@ impl Judgement {
                 format!("{why}; the fixed cap of attempts decides"),
             ),
         };
-        Judgement { counsel, reason }
+        Assessment { counsel, reason }
     }
 }
 
@@ -343,7 +343,7 @@ impl Loop<'_> {
             self.keep(with_attempt(r))?;
             return Ok(Some(Ending::Passed));
         }
-        let judgement = self.judge(attempt, &text);
+        let assessment = self.judge(attempt, &text);
         let parsed = parse_output(&text);
         let summary = parsed.as_ref().map(|r| {
             (
@@ -352,7 +352,7 @@ impl Loop<'_> {
                 signature(r).digest(),
             )
         });
-        let counsel = judgement.counsel;
+        let counsel = assessment.counsel;
         let scored = (counsel.score, counsel.choice);
         let mut r = round(
             &self.run_id,
@@ -362,7 +362,7 @@ impl Loop<'_> {
             strategy,
             summary,
             scored,
-            judgement.reason.clone(),
+            assessment.reason.clone(),
             text,
         );
         if code.is_none() {
@@ -375,7 +375,7 @@ impl Loop<'_> {
             .map_or_else(|| "-".to_owned(), |s| format!("{s:.1}"));
         let message = format!(
             "attempt {attempt}/{max}: failed, score {score}: {}",
-            judgement.reason
+            assessment.reason
         );
         self.status(err, &message)?;
         Ok(
@@ -442,16 +442,16 @@ impl Loop<'_> {
         Ok(AttemptRun::CouldNotRun)
     }
 
-    /// The decider's judgement of the failure just recorded in `text`: the built-in one on the
+    /// The decider's assessment of the failure just recorded in `text`: the built-in one on the
     /// last attempt (nothing is left to choose), else the external decider when one is set.
-    fn judge(&mut self, attempt: u32, text: &str) -> Judgement {
+    fn judge(&mut self, attempt: u32, text: &str) -> Assessment {
         self.history.push(FailedAttempt::from_output(text));
         let external = self
             .decider
             .as_ref()
             .filter(|_| attempt < self.args.max_attempts);
         let Some(external) = external else {
-            return Judgement::builtin(decide(&self.history));
+            return Assessment::builtin(decide(&self.history));
         };
         let tests = parse_output(text).map(|r| format!("{} passed, {} failed", r.passed, r.failed));
         let state = json!({
@@ -462,7 +462,7 @@ impl Loop<'_> {
             "previous_failures": self.rounds.iter().rev().take(3).rev()
                 .map(|r| tail_chars(&r.output, 800)).collect::<Vec<_>>(),
         });
-        Judgement::external(external.ask(&state))
+        Assessment::external(external.ask(&state))
     }
 }
 
