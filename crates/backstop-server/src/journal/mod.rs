@@ -191,6 +191,11 @@ pub fn task_key(caller: &str, task: &str) -> String {
     format!("{caller}\u{1f}{task}")
 }
 
+/// The caller and the task a [`task_key`] names (no caller for a key without one).
+pub fn caller_and_task(key: &str) -> (&str, &str) {
+    key.split_once('\u{1f}').unwrap_or(("", key))
+}
+
 /// The decision on a task's review item that lets its agent try again.
 pub const RETRY_DECISION: &str = "retry";
 

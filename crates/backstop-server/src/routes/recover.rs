@@ -228,11 +228,11 @@ pub enum OutcomeKind {
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
 pub struct ToolView {
     /// The tool.
-    tool: String,
+    pub tool: String,
     /// Its circuit breaker.
-    breaker: Option<BreakerView>,
+    pub breaker: Option<BreakerView>,
     /// Its retry budget.
-    budget: Option<BudgetView>,
+    pub budget: Option<BudgetView>,
 }
 
 /// Every tool seen.
@@ -377,7 +377,7 @@ pub async fn grants(
     }))
 }
 
-fn tool_view(hinter: &Hinter, tool: &str, now: Timestamp) -> ToolView {
+pub(crate) fn tool_view(hinter: &Hinter, tool: &str, now: Timestamp) -> ToolView {
     let (breaker, budget) = hinter.tool_views(tool, now).unzip();
     ToolView {
         tool: tool.to_owned(),

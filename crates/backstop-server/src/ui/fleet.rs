@@ -3,16 +3,16 @@
 
 use std::collections::BTreeMap;
 
-use backstop_core::recover::breaker::BreakerView;
-use backstop_core::recover::budget::BudgetView;
 use backstop_store::AttemptCount;
+
+use crate::routes::recover::ToolView;
 use maud::{Markup, html};
 
 /// What the fleet page shows.
 #[derive(Debug, Default)]
 pub struct Fleet {
     /// Each tool with its breaker and budget.
-    pub tools: Vec<(String, Option<BreakerView>, Option<BudgetView>)>,
+    pub tools: Vec<ToolView>,
     /// Stopped tasks: caller, task, the denial.
     pub stopped: Vec<(String, String, String)>,
     /// Review items opened in each of the last 24 hours (`2026-12-02T09`), oldest first.
@@ -44,7 +44,7 @@ pub fn view(fleet: &Fleet) -> Markup {
                 table #tools {
                     thead { tr { th { "Tool" } th { "Breaker" } th { "Failures / calls" } th { "Open until" } th { "Retry budget" } } }
                     tbody {
-                        @for (tool, breaker, budget) in &fleet.tools {
+                        @for ToolView { tool, breaker, budget } in &fleet.tools {
                             tr {
                                 td { (tool) }
                                 @if let Some(b) = breaker {

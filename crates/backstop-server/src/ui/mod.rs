@@ -426,17 +426,14 @@ async fn fleet_page(State(state): State<Arc<AppState>>, headers: HeaderMap) -> R
         let hinter = &calls.hinter;
         fleet.tools = hinter
             .tool_names()
-            .into_iter()
-            .map(|tool| {
-                let (breaker, budget) = hinter.tool_views(&tool, now).unzip();
-                (tool, breaker, budget)
-            })
+            .iter()
+            .map(|tool| crate::routes::recover::tool_view(hinter, tool, now))
             .collect();
         fleet.stopped = hinter
             .stopped_tasks()
             .into_iter()
             .map(|(key, why)| {
-                let (caller, task) = key.split_once('\u{1f}').unwrap_or(("", &key));
+                let (caller, task) = crate::journal::caller_and_task(&key);
                 (caller.to_owned(), task.to_owned(), why)
             })
             .collect();

@@ -7,11 +7,11 @@ use std::path::Path;
 use backstop_core::Issue;
 use backstop_mcp::rmcp::ServiceExt;
 use backstop_mcp::{Backend, BackstopMcp, Remote};
-use backstop_server::catalog::{Catalog, default_packs};
+use backstop_server::catalog::Catalog;
 use backstop_server::mcp::InProcess;
 use backstop_server::{Config, routes};
 
-use super::serve::{Notifies, build_state, open_store};
+use super::serve::{Notifies, build_state, config_file, open_store};
 use super::{EXIT_ISSUES, EXIT_OK};
 use crate::cli::McpArgs;
 use crate::output;
@@ -100,17 +100,7 @@ async fn serve_stdio(backend: impl Backend, err: &mut impl Write) -> io::Result<
 /// operator's own connection, like an open service).
 fn resolve(args: &McpArgs) -> (Config, Vec<Issue>) {
     let mut issues = Vec::new();
-    let mut config = match &args.config {
-        Some(path) => Config::load(path).unwrap_or_else(|found| {
-            let origin = format!("--config {}", path.display());
-            issues.extend(found.into_iter().map(|issue| issue.within(&origin)));
-            Config::default()
-        }),
-        None => Config {
-            packs: default_packs(),
-            ..Config::default()
-        },
-    };
+    let mut config = config_file(args.config.as_deref(), &mut issues);
     config.keys.clear();
     if let Some(db) = &args.db {
         config.db.clone_from(db);

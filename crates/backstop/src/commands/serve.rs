@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use backstop_core::Issue;
@@ -144,10 +144,10 @@ pub(super) async fn build_state(
     }
 }
 
-/// The config the flags, the environment and the file give, with every issue.
-fn resolve(args: &ServeArgs) -> (Config, Vec<Issue>) {
-    let mut issues = Vec::new();
-    let mut config = match &args.config {
+/// The config `--config` names, its issues under `--config PATH`; without one, the defaults
+/// with the packs in ./packs.
+pub(super) fn config_file(path: Option<&Path>, issues: &mut Vec<Issue>) -> Config {
+    match path {
         Some(path) => Config::load(path).unwrap_or_else(|found| {
             let origin = format!("--config {}", path.display());
             issues.extend(found.into_iter().map(|issue| issue.within(&origin)));
@@ -157,7 +157,13 @@ fn resolve(args: &ServeArgs) -> (Config, Vec<Issue>) {
             packs: default_packs(),
             ..Config::default()
         },
-    };
+    }
+}
+
+/// The config the flags, the environment and the file give, with every issue.
+fn resolve(args: &ServeArgs) -> (Config, Vec<Issue>) {
+    let mut issues = Vec::new();
+    let mut config = config_file(args.config.as_deref(), &mut issues);
     if let Some(listen) = &args.listen {
         match listen.parse::<SocketAddr>() {
             Ok(address) => config.listen = address,
