@@ -68,6 +68,9 @@ def test_next_step_counts_per_task(server: Server, task: str, tool: str) -> None
     assert first.class_ == "transient"
     assert first.attempts.class_used == 1 and second.attempts.class_used == 2
     assert first.attempts.task_max == 12
+    # The strategy's own count, as the reason states it.
+    assert (second.attempts.strategy_used, second.attempts.strategy_max) == (2, 3)
+    assert "attempt 2 of 3 of this strategy, 2 of 4 for the class" in second.reason
     assert first.breaker is not None and first.breaker.state == "closed"
     assert second.breaker is not None and second.breaker.failures == 2
     assert first.budget is not None and first.budget.retries_allowed

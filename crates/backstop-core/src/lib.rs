@@ -26,6 +26,7 @@ pub mod class;
 pub mod classify;
 pub mod codes;
 pub mod effects;
+pub mod input;
 pub mod issue;
 pub mod judge;
 pub mod notify;

@@ -11,7 +11,8 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
 use crate::codes;
-use crate::issue::{Issue, serde_path};
+use crate::input::{self, Format};
+use crate::issue::Issue;
 
 /// What an agent observed about one failed call. Every field is optional; at least one is needed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -140,19 +141,17 @@ impl Report {
                 "a report must be a JSON object, like {\"http_status\": 503}",
             )]);
         }
-        // The plain parse is the fast path; only a report that fails it is parsed again to find
-        // the path of what failed.
+        // The plain parse is the fast path; only a report that fails it is read again, as a
+        // value, to find the path and the kind of what failed.
         let report: Report = match serde_json::from_str(text) {
             Ok(report) => report,
             Err(plain) => {
-                let mut de = serde_json::Deserializer::from_str(text);
-                let report: Report =
-                    serde_path_to_error::deserialize(&mut de).map_err(|e| vec![json_issue(&e)])?;
-                de.end()
-                    .map_err(|e| vec![Issue::new("", "bad_json", e.to_string())])?;
-                // Both parsers agree on what is valid; this is only reached if they did not.
-                drop(report);
-                return Err(vec![Issue::new("", "bad_json", plain.to_string())]);
+                let value = input::json_value(text).map_err(|issue| vec![issue])?;
+                return Err(vec![match input::typed::<Report>(&value, Format::Json) {
+                    Err(issue) => issue,
+                    // Text a value reads but a report does not (a field named twice).
+                    Ok(_) => Issue::new("", "bad_json", plain.to_string()),
+                }]);
             }
         };
         report.checked()
@@ -171,15 +170,9 @@ impl Report {
                 "a report must be a JSON object, like {\"http_status\": 503}",
             )]);
         }
-        // The plain read is the fast path; only a report that fails it is read again to find
-        // the path of what failed.
-        match Report::deserialize(value) {
-            Ok(report) => report.checked(),
-            Err(plain) => match serde_path_to_error::deserialize::<_, Report>(value) {
-                Err(e) => Err(vec![json_issue(&e)]),
-                Ok(_) => Err(vec![Issue::new("", "bad_json", plain.to_string())]),
-            },
-        }
+        input::typed::<Report>(value, Format::Json)
+            .map_err(|issue| vec![issue])?
+            .checked()
     }
 
     /// A report that parsed, with its caps, normalization and validation applied.
@@ -400,22 +393,6 @@ impl Report {
     pub fn errno_upper(&self) -> Option<String> {
         self.errno.as_ref().map(|e| e.to_ascii_uppercase())
     }
-}
-
-/// Turns a JSON error into an issue with the path where it happened.
-fn json_issue(error: &serde_path_to_error::Error<serde_json::Error>) -> Issue {
-    let inner = error.inner();
-    let code = match inner.classify() {
-        serde_json::error::Category::Syntax | serde_json::error::Category::Eof => "bad_json",
-        serde_json::error::Category::Data | serde_json::error::Category::Io => {
-            if inner.to_string().starts_with("unknown field") {
-                "unknown_field"
-            } else {
-                "wrong_type"
-            }
-        }
-    };
-    Issue::new(serde_path(error.path()), code, inner.to_string())
 }
 
 /// A whole number, also one written with a zero fraction (`1932.0`): JSON Schema counts it as

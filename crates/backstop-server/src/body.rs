@@ -3,8 +3,8 @@
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
-use backstop_core::Issue;
 use backstop_core::case::RefusalCode;
+use backstop_core::{Issue, input};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -46,8 +46,9 @@ pub async fn raw_body<S: Send + Sync>(request: Request, state: &S) -> Result<Byt
     })
 }
 
-/// A JSON value read into `T`, strictly: the first unknown field or wrong type, with its path.
-pub fn typed<T: DeserializeOwned>(value: Value) -> Result<T, ApiError> {
+/// A JSON value read into `T`, strictly: the first unknown field, missing field or wrong type,
+/// with its path.
+pub fn typed<T: DeserializeOwned>(value: &Value) -> Result<T, ApiError> {
     // Every body is an object; serde would also read a struct from an array of its fields.
     if !value.is_object() {
         return Err(ApiError::malformed(vec![Issue::new(
@@ -56,24 +57,5 @@ pub fn typed<T: DeserializeOwned>(value: Value) -> Result<T, ApiError> {
             "the body is a JSON object",
         )]));
     }
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let mut path = backstop_core::issue::serde_path(e.path());
-        // A missing field is reported at the object holding it; name the field itself.
-        if let Some(field) = e
-            .inner()
-            .to_string()
-            .strip_prefix("missing field `")
-            .and_then(|rest| rest.split('`').next())
-        {
-            path = backstop_core::issue::join_path(&path, field);
-        }
-        let code = if e.inner().to_string().starts_with("unknown field") {
-            "unknown_field"
-        } else if e.inner().to_string().starts_with("missing field") {
-            "required"
-        } else {
-            "wrong_type"
-        };
-        ApiError::malformed(vec![Issue::new(path, code, e.inner().to_string())])
-    })
+    input::typed(value, input::Format::Json).map_err(|issue| ApiError::malformed(vec![issue]))
 }

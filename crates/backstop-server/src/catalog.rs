@@ -9,6 +9,7 @@ use backstop_core::pack::{Pack, parse_pack};
 use backstop_core::{Issue, RuleSet};
 
 use crate::config::Config;
+use crate::files::{read_text, toml_files_in};
 
 /// Packs by job, and the classifier rules.
 #[derive(Debug)]
@@ -32,14 +33,10 @@ impl Catalog {
         let mut pack_files = Vec::new();
         for file in toml_files_in(&config.packs, &mut issues) {
             let origin = file.display().to_string();
-            let text = match std::fs::read_to_string(&file) {
+            let text = match read_text(&file, &origin, "the pack") {
                 Ok(text) => text,
-                Err(e) => {
-                    issues.push(Issue::new(
-                        origin,
-                        "unreadable",
-                        format!("cannot read: {e}"),
-                    ));
+                Err(issue) => {
+                    issues.push(issue);
                     continue;
                 }
             };
@@ -61,13 +58,10 @@ impl Catalog {
         }
         let mut files = Vec::new();
         for path in toml_files_in(&config.rules, &mut issues) {
-            match std::fs::read_to_string(&path) {
-                Ok(text) => files.push((path.display().to_string(), text)),
-                Err(e) => issues.push(Issue::new(
-                    path.display().to_string(),
-                    "unreadable",
-                    format!("cannot read the rules file: {e}"),
-                )),
+            let origin = path.display().to_string();
+            match read_text(&path, &origin, "the rules file") {
+                Ok(text) => files.push((origin, text)),
+                Err(issue) => issues.push(issue),
             }
         }
         let borrowed: Vec<(&str, &str)> = files
@@ -83,13 +77,10 @@ impl Catalog {
         };
         let mut strategy_files = Vec::new();
         for path in toml_files_in(&config.strategies, &mut issues) {
-            match std::fs::read_to_string(&path) {
-                Ok(text) => strategy_files.push((path.display().to_string(), text)),
-                Err(e) => issues.push(Issue::new(
-                    path.display().to_string(),
-                    "unreadable",
-                    format!("cannot read the strategies file: {e}"),
-                )),
+            let origin = path.display().to_string();
+            match read_text(&path, &origin, "the strategies file") {
+                Ok(text) => strategy_files.push((origin, text)),
+                Err(issue) => issues.push(issue),
             }
         }
         if let Err(found) = strategy_table(&strategy_files) {
@@ -119,40 +110,6 @@ pub fn strategy_table(
         .map(|(o, t)| (o.as_str(), t.as_str()))
         .collect();
     backstop_core::recover::StrategyTable::load_all(&borrowed)
-}
-
-/// Each file named, and each directory's `*.toml` files in name order.
-fn toml_files_in(paths: &[PathBuf], issues: &mut Vec<Issue>) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for path in paths {
-        if path.is_dir() {
-            match std::fs::read_dir(path) {
-                Ok(entries) => {
-                    let mut found: Vec<PathBuf> = entries
-                        .filter_map(Result::ok)
-                        .map(|e| e.path())
-                        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-                        .collect();
-                    found.sort();
-                    out.extend(found);
-                }
-                Err(e) => issues.push(Issue::new(
-                    path.display().to_string(),
-                    "unreadable",
-                    format!("cannot list the folder: {e}"),
-                )),
-            }
-        } else if path.exists() {
-            out.push(path.clone());
-        } else {
-            issues.push(Issue::new(
-                path.display().to_string(),
-                "not_found",
-                "no such file or folder",
-            ));
-        }
-    }
-    out
 }
 
 /// The default packs: `./packs` when it is a folder, so a fresh checkout serves its examples.

@@ -31,6 +31,7 @@ pub mod config;
 pub mod connection;
 pub mod effects;
 pub mod error;
+pub mod files;
 pub mod journal;
 pub mod limits;
 pub mod mcp;

@@ -54,17 +54,71 @@ pub use sqlite::SqliteStore;
 /// Opens the store `location` names: a `postgres://` or `postgresql://` URL (a build with the
 /// `postgres` feature), or else the path of a `SQLite` file, created if missing.
 pub fn open(location: &str) -> Result<Box<dyn Store>, StoreError> {
-    if is_postgres_url(location) {
-        #[cfg(feature = "postgres")]
-        return Ok(Box::new(PostgresStore::connect(location).map_err(|e| {
-            StoreError::Database(e.to_string().replace(location, &display_location(location)))
-        })?));
-        #[cfg(not(feature = "postgres"))]
-        return Err(StoreError::Database(
-            "this backstop was built without PostgreSQL support (feature `postgres`)".to_owned(),
-        ));
+    Location::new(location).open()
+}
+
+/// Where a ledger lives, as `--db` or a config's `db` names it: a `PostgreSQL` URL
+/// (`postgres://` or `postgresql://`), or else the path of a `SQLite` file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// A `SQLite` file, created when missing.
+    Sqlite(std::path::PathBuf),
+    /// A `PostgreSQL` database, by URL.
+    Postgres(String),
+}
+
+impl Location {
+    /// The ledger `text` names.
+    pub fn new(text: &str) -> Location {
+        if is_postgres_url(text) {
+            Location::Postgres(text.to_owned())
+        } else {
+            Location::Sqlite(text.into())
+        }
     }
-    Ok(Box::new(SqliteStore::open(location)?))
+
+    /// Opens it; a `SQLite` file is created if missing.
+    pub fn open(&self) -> Result<Box<dyn Store>, StoreError> {
+        match self {
+            Location::Sqlite(path) => Ok(Box::new(SqliteStore::open(path)?)),
+            #[cfg(feature = "postgres")]
+            Location::Postgres(url) => Ok(Box::new(PostgresStore::connect(url).map_err(|e| {
+                StoreError::Database(e.to_string().replace(url.as_str(), &display_location(url)))
+            })?)),
+            #[cfg(not(feature = "postgres"))]
+            Location::Postgres(_) => Err(StoreError::Database(
+                "this backstop was built without PostgreSQL support (feature `postgres`)"
+                    .to_owned(),
+            )),
+        }
+    }
+
+    /// Whether a ledger may be there without creating one: a `SQLite` file that exists; a
+    /// `PostgreSQL` URL always (only connecting would tell).
+    pub fn may_exist(&self) -> bool {
+        match self {
+            Location::Sqlite(path) => path.is_file(),
+            Location::Postgres(_) => true,
+        }
+    }
+}
+
+impl std::str::FromStr for Location {
+    type Err = std::convert::Infallible;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Ok(Location::new(text))
+    }
+}
+
+/// Fit to show: a `PostgreSQL` URL's password replaced by `***`.
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::Sqlite(path) => write!(f, "{}", path.display()),
+            Location::Postgres(url) => f.write_str(&display_location(url)),
+        }
+    }
 }
 
 /// `location` fit to show: a `PostgreSQL` URL's password replaced by `***`.

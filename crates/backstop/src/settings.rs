@@ -1,14 +1,14 @@
 //! Turns flags (and the environment) into settings commands can run with, collecting every
 //! issue with the flag it came from.
 
-use std::fs;
 use std::io::IsTerminal;
 use std::path::Path;
 
-use backstop_core::Issue;
 use backstop_core::classify::RuleSet;
 use backstop_core::recover::StrategyTable;
 use backstop_core::report::{GrpcCode, Headers, Report, SideEffects, Signal};
+use backstop_core::{Issue, input};
+use backstop_server::files::read_text;
 use jiff::Timestamp;
 
 use crate::cli::{ClassifyArgs, HintArgs, OutputChoice, ReplayArgs, ReportArgs};
@@ -176,12 +176,9 @@ pub fn resolve_replay(args: &ReplayArgs) -> Result<ReplaySettings, Vec<Issue>> {
     let mut issues = Vec::new();
     let rules = load_rules(&args.policy.rules, &mut issues);
     let table = load_strategies(args.policy.strategies.as_deref(), &mut issues);
-    let trace = fs::read_to_string(&args.trace).unwrap_or_else(|e| {
-        issues.push(Issue::new(
-            format!("trace {}", args.trace.display()),
-            "unreadable",
-            format!("cannot read the trace: {e}"),
-        ));
+    let origin = format!("trace {}", args.trace.display());
+    let trace = read_text(&args.trace, &origin, "the trace").unwrap_or_else(|issue| {
+        issues.push(issue);
         String::new()
     });
     match (rules, table) {
@@ -221,14 +218,11 @@ fn load_strategies(path: Option<&Path>, issues: &mut Vec<Issue>) -> Option<Strat
     let Some(path) = path else {
         return Some(StrategyTable::builtin());
     };
-    let text = match fs::read_to_string(path) {
+    let origin = format!("--strategies {}", path.display());
+    let text = match read_text(path, &origin, "the strategies file") {
         Ok(text) => text,
-        Err(e) => {
-            issues.push(Issue::new(
-                format!("--strategies {}", path.display()),
-                "unreadable",
-                format!("cannot read the strategies file: {e}"),
-            ));
+        Err(issue) => {
+            issues.push(issue);
             return None;
         }
     };
@@ -246,13 +240,10 @@ fn load_rules(paths: &[impl AsRef<Path>], issues: &mut Vec<Issue>) -> Option<Rul
     let mut files = Vec::new();
     for path in paths {
         let path = path.as_ref();
-        match fs::read_to_string(path) {
+        let origin = format!("--rules {}", path.display());
+        match read_text(path, &origin, "the rules file") {
             Ok(text) => files.push((path.display().to_string(), text)),
-            Err(e) => issues.push(Issue::new(
-                format!("--rules {}", path.display()),
-                "unreadable",
-                format!("cannot read the rules file: {e}"),
-            )),
+            Err(issue) => issues.push(issue),
         }
     }
     let borrowed: Vec<(&str, &str)> = files
@@ -433,23 +424,23 @@ fn number_flag<T: TryFrom<i64>>(
 fn json_flag(flag: &str, text: Option<&str>, issues: &mut Vec<Issue>) -> Option<serde_json::Value> {
     let text = text?;
     let body = match text.strip_prefix('@') {
-        Some(path) => match fs::read_to_string(path) {
+        Some(path) => match read_text(Path::new(path), flag, &format!("`{path}`")) {
             Ok(body) => body,
-            Err(e) => {
-                issues.push(Issue::new(
-                    flag,
-                    "unreadable",
-                    format!("cannot read `{path}`: {e}"),
-                ));
+            Err(issue) => {
+                issues.push(issue);
                 return None;
             }
         },
         None => text.to_owned(),
     };
-    match serde_json::from_str(&body) {
+    match input::json_value(&body) {
         Ok(value) => Some(value),
-        Err(e) => {
-            issues.push(Issue::new(flag, "bad_json", format!("not JSON: {e}")));
+        Err(issue) => {
+            issues.push(Issue::new(
+                flag,
+                &issue.code,
+                format!("not JSON: {}", issue.message),
+            ));
             None
         }
     }

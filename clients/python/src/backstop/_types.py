@@ -187,6 +187,10 @@ class Attempts:
     class_max: int
     task_used: int
     task_max: int
+    #: This step's attempt of its strategy and the attempts the strategy allows; both 0 when
+    #: the step is no strategy's attempt (a stop, an escalation, a breaker's wait).
+    strategy_used: int = 0
+    strategy_max: int = 0
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Attempts:
@@ -195,6 +199,8 @@ class Attempts:
             class_max=int(data["class_max"]),
             task_used=int(data["task_used"]),
             task_max=int(data["task_max"]),
+            strategy_used=int(data.get("strategy_used", 0)),
+            strategy_max=int(data.get("strategy_max", 0)),
         )
 
 

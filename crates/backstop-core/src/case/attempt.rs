@@ -20,7 +20,7 @@ use super::{
     AttemptRecord, Attempted, CaseState, Change, Citation, ISSUED_CASES_PER_DAY, NewCase,
     NewReview, StoredExecution,
 };
-use crate::judge::{Judgement, Status, decide_with_facts};
+use crate::judge::{Judgement, Status, judge_case_with_facts};
 use crate::pack::{
     AfterDecision, LOW_CONFIDENCE_LANE, MISSING_FIELDS_LANE, POLICY_GAP_LANE, Pack,
     UNRECONCILED_LANE,
@@ -193,7 +193,7 @@ fn judged(pack: &Pack, request: &Request, reconciled: bool, now: Timestamp) -> J
                 .map(move |(field, value)| (format!("related.{kind}.{field}"), value.clone()))
         })
         .collect();
-    let mut judgement = decide_with_facts(
+    let mut judgement = judge_case_with_facts(
         pack,
         &request.questions,
         &facts,

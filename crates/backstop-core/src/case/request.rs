@@ -705,22 +705,14 @@ fn fields_lookup(
     })
 }
 
+/// One `unknown_field` issue per field of `map` not in `known`.
 pub(crate) fn unknown_fields(
     map: &Map<String, Value>,
     path: &str,
     known: &[&str],
     issues: &mut Vec<Issue>,
 ) {
-    for key in map.keys().filter(|k| !known.contains(&k.as_str())) {
-        issues.push(Issue::new(
-            join_path(path, key),
-            "unknown_field",
-            format!(
-                "unknown field `{key}`; expected one of: {}",
-                known.join(", ")
-            ),
-        ));
-    }
+    crate::input::unknown_keys(map.keys(), path, known, crate::input::Format::Json, issues);
 }
 
 pub(crate) fn wrong(path: &str, expected: &str, found: &Value) -> Issue {

@@ -312,8 +312,8 @@ fn winners(ranked: Vec<(&CompiledRule, Strength)>) -> Vec<&CompiledRule> {
     winners
 }
 
-/// Decides the class from the rules that match. Retry hints are added by the caller.
-pub(super) fn decide(
+/// The class the matching rules give. Retry hints are added by the caller.
+pub(super) fn class_of(
     rules: &RuleSet,
     report: &Report,
     extracted: &Extracted,

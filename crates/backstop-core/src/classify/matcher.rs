@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 use regex::{Regex, RegexBuilder};
 use toml::Value;
 
+use crate::input::{self, Format};
 use crate::issue::{Issue, join_path};
 use crate::report::{GrpcCode, Signal};
 
@@ -155,12 +156,7 @@ impl NumberMatch {
                     }
                 };
                 let (min, max) = (bound("min"), bound("max"));
-                for key in table
-                    .keys()
-                    .filter(|k| !["min", "max"].contains(&k.as_str()))
-                {
-                    issues.push(unknown_key(path, key, "min, max"));
-                }
+                input::unknown_keys(table.keys(), path, &["min", "max"], Format::Toml, issues);
                 if !table.contains_key("min") && !table.contains_key("max") {
                     issues.push(Issue::new(
                         path,
@@ -241,10 +237,13 @@ impl TextMatch {
                 TextMatch::OneOf(list.iter().map(|s| s.to_ascii_lowercase()).collect())
             }),
             Value::Table(table) => {
-                let known = ["prefix", "regex"];
-                for key in table.keys().filter(|k| !known.contains(&k.as_str())) {
-                    issues.push(unknown_key(path, key, "prefix, regex"));
-                }
+                input::unknown_keys(
+                    table.keys(),
+                    path,
+                    &["prefix", "regex"],
+                    Format::Toml,
+                    issues,
+                );
                 match (table.get("prefix"), table.get("regex")) {
                     (Some(Value::String(p)), None) => {
                         Some(TextMatch::Prefix(p.to_ascii_lowercase()))
@@ -327,7 +326,12 @@ impl HeaderMatch {
             && table.contains_key("present")
         {
             for key in table.keys().filter(|k| k.as_str() != "present") {
-                issues.push(unknown_key(path, key, "present (alone)"));
+                issues.push(input::unknown_key(
+                    path,
+                    key,
+                    "present (alone)",
+                    Format::Toml,
+                ));
             }
             return if let Some(Value::Boolean(b)) = table.get("present") {
                 Some(HeaderMatch::Present(*b))
@@ -339,7 +343,12 @@ impl HeaderMatch {
         if let Value::Table(table) = value
             && table.contains_key("prefix")
         {
-            issues.push(unknown_key(path, "prefix", "regex, present"));
+            issues.push(input::unknown_key(
+                path,
+                "prefix",
+                "regex, present",
+                Format::Toml,
+            ));
             return None;
         }
         TextMatch::parse_with(value, path, issues, checks).map(HeaderMatch::Value)
@@ -456,15 +465,6 @@ fn empty_list_check(empty: bool, path: &str, issues: &mut Vec<Issue>) {
 /// An issue for a value of the wrong form.
 pub fn wrong_form(path: &str, expected: &str) -> Issue {
     Issue::new(path, "wrong_type", format!("expected {expected}"))
-}
-
-/// An issue for a key that is not known here.
-pub fn unknown_key(path: &str, key: &str, known: &str) -> Issue {
-    Issue::new(
-        join_path(path, key),
-        "unknown_key",
-        format!("unknown key `{key}`; expected one of: {known}"),
-    )
 }
 
 #[cfg(test)]

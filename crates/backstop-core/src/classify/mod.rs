@@ -152,7 +152,7 @@ pub fn classify(rules: &RuleSet, report: &Report, now: Timestamp) -> Classificat
     let (retry_after_ms, hint_notes) = hints::retry_hint(&report.headers, now);
     extra_evidence.extend(hint_notes);
     let extracted = extract::Extracted::from_report(report);
-    let mut result = evaluate::decide(rules, report, &extracted, schema_valid);
+    let mut result = evaluate::class_of(rules, report, &extracted, schema_valid);
     result.evidence.extend(extra_evidence);
     result.retry_after_ms = retry_after_ms;
     result

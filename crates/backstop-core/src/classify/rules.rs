@@ -8,10 +8,11 @@ use super::field::{Field, FieldSet};
 use super::index::RuleIndex;
 use super::matcher::{
     Checks, HeaderMatch, NumberMatch, TextMatch, compile_regex, parse_grpc, parse_signal,
-    string_list, unknown_key, wrong_form,
+    string_list, wrong_form,
 };
 use super::message_set::MessageSet;
 use crate::class::Class;
+use crate::input::{self, Format};
 use crate::issue::{Issue, join_path};
 use crate::report::SideEffectState;
 
@@ -19,7 +20,14 @@ use crate::report::SideEffectState;
 pub const DEFAULT_RULES: &str = include_str!("../../../../rules/default.toml");
 
 /// The keys a rule may have.
-const RULE_KEYS: &str = "id, class, reason, retryable, fallback_allowed, when";
+const RULE_KEYS: [&str; 6] = [
+    "id",
+    "class",
+    "reason",
+    "retryable",
+    "fallback_allowed",
+    "when",
+];
 
 /// One rule: when every condition holds, it names a class or adjusts what the class allows.
 #[derive(Debug, Clone)]
@@ -296,13 +304,7 @@ fn builtin_rules() -> Result<Vec<Rule>, Vec<Issue>> {
 /// # Errors
 /// As [`parse_rules`]; with [`Checks::Trusted`], regexes are not checked.
 pub fn parse_rules_with(text: &str, origin: &str, checks: Checks) -> Result<Vec<Rule>, Vec<Issue>> {
-    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-        vec![Issue::new(
-            "",
-            "bad_toml",
-            e.to_string().trim_end().to_owned(),
-        )]
-    })?;
+    let table = crate::input::toml_table(text).map_err(|issue| vec![issue])?;
     parse_rules_table(&table, origin, checks)
 }
 
@@ -313,9 +315,7 @@ fn parse_rules_table(
     checks: Checks,
 ) -> Result<Vec<Rule>, Vec<Issue>> {
     let mut issues = Vec::new();
-    for key in table.keys().filter(|k| k.as_str() != "rules") {
-        issues.push(unknown_key("", key, "rules"));
-    }
+    input::unknown_keys(table.keys(), "", &["rules"], Format::Toml, &mut issues);
     let entries = match table.get("rules") {
         None => &Vec::new(),
         Some(Value::Array(entries)) => entries,
@@ -365,20 +365,7 @@ fn parse_rule(
     issues: &mut Vec<Issue>,
 ) -> Option<Rule> {
     let before = issues.len();
-    for key in entry.keys() {
-        if ![
-            "id",
-            "class",
-            "reason",
-            "retryable",
-            "fallback_allowed",
-            "when",
-        ]
-        .contains(&key.as_str())
-        {
-            issues.push(unknown_key(path, key, RULE_KEYS));
-        }
-    }
+    input::unknown_keys(entry.keys(), path, &RULE_KEYS, Format::Toml, issues);
     let id = match entry.get("id") {
         Some(Value::String(id)) if !id.trim().is_empty() => id.clone(),
         Some(_) => {

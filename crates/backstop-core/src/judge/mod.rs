@@ -13,7 +13,7 @@ use crate::pack::{Judge, Question};
 
 mod rules;
 
-pub use rules::{Judgement, Status, decide, decide_with_facts};
+pub use rules::{Judgement, Status, judge_case, judge_case_with_facts};
 
 /// One quoted passage sent as evidence for a question.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -245,14 +245,14 @@ mod tests {
     use super::{Excerpt, Judgement, QuestionEvidence, Status, Why, is_hedged, judge_question};
     use crate::pack::{LOW_CONFIDENCE_LANE, POLICY_GAP_LANE, Pack, parse_pack};
 
-    /// `decide` at a fixed time: these packs have no date bounds.
-    fn decide(
+    /// `judge_case` at a fixed time: these packs have no date bounds.
+    fn judged(
         pack: &Pack,
         questions: &BTreeMap<String, QuestionEvidence>,
         confidence: Option<f64>,
         source_status: Option<&str>,
     ) -> Judgement {
-        super::decide(
+        super::judge_case(
             pack,
             questions,
             confidence,
@@ -492,12 +492,12 @@ outcome = "reject"
             QuestionEvidence::default(),
             value(serde_json::Value::Null),
         ] {
-            let judgement = decide(&pack, &request(vec![("data_access", evidence)]), None, None);
+            let judgement = judged(&pack, &request(vec![("data_access", evidence)]), None, None);
             assert_eq!(judgement.status, Status::Undecided, "{judgement:?}");
             assert_eq!(judgement.outcome, None);
             assert!(judgement.open.contains(&"data_access".to_owned()));
         }
-        let judgement = decide(&pack, &BTreeMap::new(), Some(1.0), None);
+        let judgement = judged(&pack, &BTreeMap::new(), Some(1.0), None);
         assert_eq!(judgement.status, Status::Undecided);
         assert_eq!(
             judgement.open,
@@ -508,7 +508,7 @@ outcome = "reject"
     #[test]
     fn the_first_rule_that_fires_wins() {
         let pack = pack(1, RULES);
-        let approve = decide(
+        let approve = judged(
             &pack,
             &request(vec![
                 ("data_access", quotes(&["no customer data"])),
@@ -520,7 +520,7 @@ outcome = "reject"
         assert_eq!(approve.status, Status::Decided);
         assert_eq!(approve.outcome.as_deref(), Some("approve"));
         assert_eq!(approve.answers["subprocessors"], "none");
-        let reject = decide(
+        let reject = judged(
             &pack,
             &request(vec![
                 ("data_access", quotes(&["no customer data"])),
@@ -533,7 +533,7 @@ outcome = "reject"
             None,
         );
         assert_eq!(reject.outcome.as_deref(), Some("reject"));
-        let lane = decide(
+        let lane = judged(
             &pack,
             &request(vec![("data_access", quotes(&["PII"]))]),
             None,
@@ -548,7 +548,7 @@ outcome = "reject"
     #[test]
     fn a_rule_naming_one_question_fires_while_others_are_open() {
         let pack = pack(1, RULES);
-        let judgement = decide(
+        let judgement = judged(
             &pack,
             &request(vec![("needs_human", value(serde_json::json!("yes")))]),
             None,
@@ -565,7 +565,7 @@ outcome = "reject"
             1,
             "[[rules]]\nwhen = { data_access = \"pii\" }\noutcome = \"review_privacy\"",
         );
-        let judgement = decide(
+        let judgement = judged(
             &pack,
             &request(vec![("data_access", quotes(&["no customer data"]))]),
             None,
@@ -573,14 +573,14 @@ outcome = "reject"
         );
         assert_eq!(judgement.status, Status::Held);
         assert_eq!(judgement.outcome.as_deref(), Some(POLICY_GAP_LANE));
-        let open = decide(&pack, &BTreeMap::new(), None, None);
+        let open = judged(&pack, &BTreeMap::new(), None, None);
         assert_eq!(open.status, Status::Undecided);
     }
 
     #[test]
     fn an_empty_when_always_fires() {
         let pack = pack(1, "[[rules]]\nwhen = {}\noutcome = \"approve\"");
-        let judgement = decide(&pack, &BTreeMap::new(), None, None);
+        let judgement = judged(&pack, &BTreeMap::new(), None, None);
         assert_eq!(judgement.status, Status::Decided);
     }
 
@@ -588,23 +588,23 @@ outcome = "reject"
     fn confidence_only_holds_back() {
         let pack = pack(1, RULES);
         let approve = request(vec![("data_access", quotes(&["no customer data"]))]);
-        let low = decide(&pack, &approve, Some(0.5), None);
+        let low = judged(&pack, &approve, Some(0.5), None);
         assert_eq!(
             (low.status, low.outcome.as_deref()),
             (Status::Held, Some(LOW_CONFIDENCE_LANE))
         );
         // `approve` names `subprocessors`, which is open, so the next rule gives `reject`.
-        let high = decide(&pack, &approve, Some(0.9), None);
+        let high = judged(&pack, &approve, Some(0.9), None);
         assert_eq!(
             (high.status, high.outcome.as_deref()),
             (Status::Decided, Some("reject"))
         );
-        let missing = decide(&pack, &approve, None, None);
+        let missing = judged(&pack, &approve, None, None);
         assert_eq!(missing.status, Status::Decided);
-        let undecided = decide(&pack, &BTreeMap::new(), Some(1.0), None);
+        let undecided = judged(&pack, &BTreeMap::new(), Some(1.0), None);
         assert_eq!(undecided.status, Status::Undecided);
         let lane = request(vec![("data_access", quotes(&["PII"]))]);
-        let held = decide(&pack, &lane, Some(0.1), None);
+        let held = judged(&pack, &lane, Some(0.1), None);
         assert_eq!(
             (held.status, held.outcome.as_deref()),
             (Status::Held, Some("review_privacy"))
@@ -616,7 +616,7 @@ outcome = "reject"
         let mut pack = pack(1, RULES);
         pack.confidence.as_mut().unwrap().close_needs_confidence = true;
         let approve = request(vec![("data_access", quotes(&["no customer data"]))]);
-        let missing = decide(&pack, &approve, None, None);
+        let missing = judged(&pack, &approve, None, None);
         assert_eq!(
             (missing.status, missing.outcome.as_deref()),
             (Status::Held, Some(LOW_CONFIDENCE_LANE)),
@@ -627,10 +627,10 @@ outcome = "reject"
             "{}",
             missing.reason
         );
-        let high = decide(&pack, &approve, Some(0.9), None);
+        let high = judged(&pack, &approve, Some(0.9), None);
         assert_eq!(high.status, Status::Decided);
         // Without evidence, no confidence rescues anything.
-        let undecided = decide(&pack, &BTreeMap::new(), None, None);
+        let undecided = judged(&pack, &BTreeMap::new(), None, None);
         assert_eq!(undecided.status, Status::Undecided);
     }
 
@@ -638,7 +638,7 @@ outcome = "reject"
     fn a_partial_source_decides_nothing() {
         let pack = pack(1, RULES);
         let approve = request(vec![("data_access", quotes(&["no customer data"]))]);
-        let judgement = decide(&pack, &approve, Some(1.0), Some("partial"));
+        let judgement = judged(&pack, &approve, Some(1.0), Some("partial"));
         assert_eq!(judgement.status, Status::Undecided);
         assert_eq!(judgement.outcome, None);
         // Its values are no evidence: nothing closes, so a later real answer is progress.
@@ -683,7 +683,7 @@ outcome = "reject"
                 all.push("PII".to_owned());
             }
             let refs: Vec<&str> = all.iter().map(String::as_str).collect();
-            let judgement = decide(
+            let judgement = judged(
                 &pack,
                 &request(vec![("data_access", quotes(&refs))]),
                 confidence,

@@ -60,7 +60,7 @@ pub struct Judgement {
 /// `confidence` and `source_status` are the request's optional envelope fields: a source that
 /// is not `completed` decides nothing, and a confidence below the pack's minimum holds a
 /// decision in the pack's confidence lane.
-pub fn decide(
+pub fn judge_case(
     pack: &Pack,
     questions: &BTreeMap<String, QuestionEvidence>,
     confidence: Option<f64>,
@@ -68,12 +68,12 @@ pub fn decide(
     now: Timestamp,
 ) -> Judgement {
     let facts = BTreeMap::new();
-    decide_with_facts(pack, questions, &facts, confidence, source_status, now)
+    judge_case_with_facts(pack, questions, &facts, confidence, source_status, now)
 }
 
-/// [`decide`] with the related records' facts (`related.<kind>.<field>` to its text), which
+/// [`judge_case`] with the related records' facts (`related.<kind>.<field>` to its text), which
 /// typed answers' bounds may name.
-pub fn decide_with_facts(
+pub fn judge_case_with_facts(
     pack: &Pack,
     questions: &BTreeMap<String, QuestionEvidence>,
     facts: &BTreeMap<String, String>,

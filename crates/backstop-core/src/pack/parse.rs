@@ -64,13 +64,7 @@ const TOP_KEYS: [&str; 15] = [
     reason = "one read per table of the pack format, in the order the format lists them"
 )]
 pub fn parse_pack(text: &str) -> Result<Pack, Vec<Issue>> {
-    let table: Table = text.parse().map_err(|e: toml::de::Error| {
-        vec![Issue::new(
-            "",
-            "bad_toml",
-            e.to_string().trim_end().to_owned(),
-        )]
-    })?;
+    let table = crate::input::toml_table(text).map_err(|issue| vec![issue])?;
     let mut issues = Vec::new();
     let top = Reader::new(&table, "", &TOP_KEYS, &mut issues);
     let job = top.required_string("job", &mut issues);

@@ -3,7 +3,8 @@
 
 use toml::{Table, Value};
 
-use crate::classify::matcher::{unknown_key, wrong_form};
+use crate::classify::matcher::wrong_form;
+use crate::input::{self, Format};
 use crate::issue::{Issue, join_path};
 
 /// One table of a pack, at its path.
@@ -15,9 +16,7 @@ pub(super) struct Reader<'a> {
 impl<'a> Reader<'a> {
     /// A reader that first reports every key not in `known`.
     pub fn new(table: &'a Table, path: &'a str, known: &[&str], issues: &mut Vec<Issue>) -> Self {
-        for key in table.keys().filter(|k| !known.contains(&k.as_str())) {
-            issues.push(unknown_key(path, key, &known.join(", ")));
-        }
+        input::unknown_keys(table.keys(), path, known, Format::Toml, issues);
         Reader { table, path }
     }
 

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::hinter::{Context, Hinter, Step};
 use super::strategy::Action;
 use crate::classify::{Classification, RuleSet, classify};
+use crate::input;
 use crate::issue::Issue;
 use crate::report::Report;
 
@@ -116,15 +117,12 @@ pub fn parse_trace(text: &str) -> Result<Vec<ParsedEvent>, Vec<Issue>> {
                 format!("line {n}: {path}")
             }
         };
-        let event: TraceEvent = match serde_json::from_str(line) {
+        let read = input::json_value(line)
+            .and_then(|value| input::typed::<TraceEvent>(&value, input::Format::Json));
+        let event = match read {
             Ok(event) => event,
-            Err(e) => {
-                let mut de = serde_json::Deserializer::from_str(line);
-                let path = match serde_path_to_error::deserialize::<_, TraceEvent>(&mut de) {
-                    Err(with_path) => crate::issue::serde_path(with_path.path()),
-                    Ok(_) => String::new(),
-                };
-                issues.push(Issue::new(at_line(&path), "bad_event", e.to_string()));
+            Err(issue) => {
+                issues.push(Issue::new(at_line(&issue.path), "bad_event", issue.message));
                 continue;
             }
         };

@@ -119,7 +119,7 @@ fn unreadable(history: &[FailedAttempt]) -> Verdict {
 ///
 /// The same failure repeating is the strongest stop signal; failures narrowing raise the score;
 /// new failures after a change lower it.
-pub fn decide(history: &[FailedAttempt]) -> Verdict {
+pub fn score(history: &[FailedAttempt]) -> Verdict {
     let Some(latest) = history.last() else {
         return verdict(
             3,
@@ -249,19 +249,19 @@ mod unreadable_tests {
     fn the_same_unreadable_output_is_the_same_failure() {
         let same = || FailedAttempt::from_output("make: *** [all] Error 2 at 12:01:02\n");
         let history = vec![same()];
-        assert!(!decide(&history).read_output);
+        assert!(!score(&history).read_output);
         let history = vec![
             same(),
             FailedAttempt::from_output("make: *** [all] Error 2 at 12:04:55\n"),
         ];
-        let twice = decide(&history);
+        let twice = score(&history);
         assert_eq!(
             (twice.score, twice.choice, twice.read_output),
             (2, Choice::ChangeApproach, true)
         );
-        let thrice = decide(&[same(), same(), same()]);
+        let thrice = score(&[same(), same(), same()]);
         assert_eq!((thrice.score, thrice.choice), (1, Choice::Stop));
-        let other = decide(&[same(), FailedAttempt::from_output("ld: symbol not found\n")]);
+        let other = score(&[same(), FailedAttempt::from_output("ld: symbol not found\n")]);
         assert!(!other.read_output, "{other:?}");
     }
 }
@@ -297,9 +297,9 @@ mod tests {
             9,
             "assertion failed: left == right at src/lib.rs:12:9",
         );
-        let v = decide(&[a.clone(), b.clone()]);
+        let v = score(&[a.clone(), b.clone()]);
         assert_eq!((v.score, v.choice), (2, Choice::ChangeApproach));
-        let v = decide(&[a.clone(), b, a]);
+        let v = score(&[a.clone(), b, a]);
         assert_eq!((v.score, v.choice), (1, Choice::Stop));
         assert!(v.reason.contains("3 times in a row"), "{}", v.reason);
     }
@@ -308,16 +308,16 @@ mod tests {
     fn narrowing_raises_and_breaking_lowers() {
         let wide = run(&["t::a", "t::b", "t::c"], 7, "x");
         let narrow = run(&["t::a"], 9, "y");
-        assert_eq!(decide(&[wide.clone(), narrow.clone()]).score, 4);
+        assert_eq!(score(&[wide.clone(), narrow.clone()]).score, 4);
         let broke = run(&["t::a", "t::d"], 8, "z");
-        let v = decide(&[narrow, broke]);
+        let v = score(&[narrow, broke]);
         assert_eq!((v.score, v.choice), (2, Choice::ChangeApproach));
         assert!(v.reason.contains("t::d"), "{}", v.reason);
     }
 
     #[test]
     fn unreadable_output_leaves_the_cap_in_charge() {
-        let v = decide(&[FailedAttempt::from_output(
+        let v = score(&[FailedAttempt::from_output(
             "Segmentation fault (core dumped)\n",
         )]);
         assert_eq!((v.score, v.read_output), (3, false));
@@ -335,7 +335,7 @@ mod tests {
                 )
             })
             .collect();
-        let v = decide(&history);
+        let v = score(&history);
         assert_eq!((v.score, v.choice), (3, Choice::SameApproach));
     }
 }

@@ -27,7 +27,8 @@ fn bad_reports_name_the_path() {
         ),
         (
             r#"{"side_effects": {"done": 1}}"#,
-            ("side_effects", "wrong_type"),
+            // The missing field is named, not the object that lacks it.
+            ("side_effects.total", "required"),
         ),
         (r#"{"signal": "SIGNOPE"}"#, ("signal", "wrong_type")),
         (r#"{"http_status": 700}"#, ("http_status", "out_of_range")),

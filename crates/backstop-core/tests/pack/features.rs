@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::{NOW, decide};
+use crate::{NOW, judged};
 
 use backstop_core::judge::{QuestionEvidence, Status};
 use backstop_core::pack::{AfterDecision, OnUnknown, Pack, parse_pack};
@@ -87,7 +87,7 @@ fn standing(
     value: serde_json::Value,
     source: Option<&str>,
 ) -> (Status, Option<String>) {
-    let judgement = decide(pack, &ok(value), Some(1.0), source);
+    let judgement = judged(pack, &ok(value), Some(1.0), source);
     (judgement.status, judgement.outcome)
 }
 
@@ -176,19 +176,19 @@ fn required_envelope_fields_hold_a_request_without_them() {
         "",
         "[envelope]\nrequire = [\"confidence\", \"source_status\"]\n",
     );
-    let judgement = decide(&required, &ok(json!("yes")), None, Some("completed"));
+    let judgement = judged(&required, &ok(json!("yes")), None, Some("completed"));
     assert_eq!(judgement.status, Status::Held);
     assert_eq!(judgement.outcome.as_deref(), Some("review_missing_fields"));
-    let judgement = decide(&required, &ok(json!("yes")), Some(1.0), None);
+    let judgement = judged(&required, &ok(json!("yes")), Some(1.0), None);
     assert_eq!(judgement.outcome.as_deref(), Some("review_missing_fields"));
-    let judgement = decide(&required, &ok(json!("yes")), Some(1.0), Some("completed"));
+    let judgement = judged(&required, &ok(json!("yes")), Some(1.0), Some("completed"));
     assert_eq!(judgement.status, Status::Decided);
 
     let own_lane = pack(
         "",
         "[envelope]\nrequire = [\"confidence\"]\nmissing_lane = \"person\"\n",
     );
-    let judgement = decide(&own_lane, &ok(json!("yes")), None, None);
+    let judgement = judged(&own_lane, &ok(json!("yes")), None, None);
     assert_eq!(judgement.outcome.as_deref(), Some("person"));
 }
 
@@ -209,13 +209,13 @@ fn an_unfinished_source_is_retried_reconciled_or_held_by_status() {
         standing(&pack, json!("yes"), Some("rejected")),
         (Status::Held, Some("person".to_owned()))
     );
-    let empty = decide(&pack, &BTreeMap::new(), Some(1.0), Some("completed"));
+    let empty = judged(&pack, &BTreeMap::new(), Some(1.0), Some("completed"));
     assert_eq!(
         (empty.status, empty.outcome.as_deref()),
         (Status::Held, Some("person"))
     );
     // The values of an unfinished source are no evidence.
-    let failed = decide(&pack, &ok(json!("yes")), Some(1.0), Some("failed"));
+    let failed = judged(&pack, &ok(json!("yes")), Some(1.0), Some("failed"));
     assert!(failed.answers.is_empty() && failed.source_unfinished);
 }
 
@@ -270,7 +270,7 @@ fn after_decision_is_new_cycle_by_default_or_final() {
 fn a_value_outside_the_answers_or_of_another_type_is_flagged_invalid() {
     let pack = pack("", "");
     for value in [json!("maybe"), json!(3), json!(true), json!({"a": 1})] {
-        let judgement = decide(&pack, &ok(value.clone()), Some(1.0), None);
+        let judgement = judged(&pack, &ok(value.clone()), Some(1.0), None);
         assert_eq!(judgement.status, Status::Undecided, "{value}");
         assert_eq!(
             serde_json::to_value(&judgement.verdicts[0].not_used).unwrap(),
@@ -332,7 +332,7 @@ fn typed(values: &[(&str, serde_json::Value)]) -> BTreeMap<String, QuestionEvide
 #[test]
 fn a_date_or_number_question_closes_on_a_usable_value_and_flags_the_rest() {
     let pack = typed_pack("").unwrap();
-    let judgement = decide(
+    let judgement = judged(
         &pack,
         &typed(&[
             ("ship", json!("2026-12-02")),
@@ -362,7 +362,7 @@ fn bounds_compare_a_date_with_now_or_another_date_and_a_number_with_a_number() {
     let pack = typed_pack(within_48h).unwrap();
     let held = |ship: &str| {
         let evidence = typed(&[("ok", json!("no")), ("ship", json!(ship))]);
-        decide(&pack, &evidence, Some(1.0), None).outcome.as_deref() == Some("person")
+        judged(&pack, &evidence, Some(1.0), None).outcome.as_deref() == Some("person")
     };
     // NOW is 2026-12-01T00:00:00Z.
     assert!(held("2026-12-01"));
@@ -377,7 +377,7 @@ fn bounds_compare_a_date_with_now_or_another_date_and_a_number_with_a_number() {
         if let Some(p) = promised {
             values.push(("promised", json!(p)));
         }
-        decide(&pack, &typed(&values), Some(1.0), None)
+        judged(&pack, &typed(&values), Some(1.0), None)
             .outcome
             .as_deref()
             == Some("person")
@@ -389,7 +389,7 @@ fn bounds_compare_a_date_with_now_or_another_date_and_a_number_with_a_number() {
     let enough = "[[rules]]\nwhen = { ok = \"no\", qty = { at_least = 10, at_most = 20 } }\noutcome = \"person\"\n";
     let pack = typed_pack(enough).unwrap();
     let qty = |n: serde_json::Value| {
-        decide(
+        judged(
             &pack,
             &typed(&[("ok", json!("no")), ("qty", n)]),
             Some(1.0),
@@ -456,8 +456,14 @@ fn a_bound_may_name_a_related_records_field() {
             .map(|d| BTreeMap::from([("related.order.due".to_owned(), d.to_owned())]))
             .unwrap_or_default();
         let evidence = typed(&[("ok", json!("no")), ("ship", json!("2026-12-05"))]);
-        let judgement =
-            backstop_core::judge::decide_with_facts(&pack, &evidence, &facts, Some(1.0), None, NOW);
+        let judgement = backstop_core::judge::judge_case_with_facts(
+            &pack,
+            &evidence,
+            &facts,
+            Some(1.0),
+            None,
+            NOW,
+        );
         judgement.outcome.as_deref() == Some("person")
     };
     assert!(judge(Some("2026-12-04")));

@@ -15,14 +15,14 @@ use std::collections::BTreeMap;
 use backstop_core::judge::{Judgement, QuestionEvidence};
 use backstop_core::pack::Pack;
 
-/// `judge::decide` at [`NOW`], for the tests here.
-fn decide(
+/// `judge::judge_case` at [`NOW`], for the tests here.
+fn judged(
     pack: &Pack,
     questions: &BTreeMap<String, QuestionEvidence>,
     confidence: Option<f64>,
     source_status: Option<&str>,
 ) -> Judgement {
-    backstop_core::judge::decide(pack, questions, confidence, source_status, NOW)
+    backstop_core::judge::judge_case(pack, questions, confidence, source_status, NOW)
 }
 
 /// The time every judgement here is made at: 2026-12-01T00:00:00Z.

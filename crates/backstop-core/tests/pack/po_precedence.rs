@@ -1,11 +1,11 @@
-//! `packs/po-acknowledgement.toml`, judged by `judge::decide` against the decision precedence
+//! `packs/po-acknowledgement.toml`, judged by `judge::judge_case` against the decision precedence
 //! written out as a plain function ([`precedence`]), over every combination of values,
 //! confidences and source statuses. The lifecycle steps the case machinery owns (a final
 //! decision, reconcile once) are tested through `backstop decide` (`tests/cli/po_cmd.rs`).
 
 use std::collections::BTreeMap;
 
-use crate::decide;
+use crate::judged;
 use std::sync::LazyLock;
 
 use backstop_core::judge::{Judgement, QuestionEvidence, Status};
@@ -148,7 +148,7 @@ fn judge_with_ship(
             },
         );
     }
-    decide(&PACK, &evidence, confidence, source)
+    judged(&PACK, &evidence, confidence, source)
 }
 
 /// Ship dates: a day ago, tomorrow, the edge of 48 hours, past it, long past, unusable, unknown.

@@ -19,6 +19,21 @@ const REPORTS: [&str; 10] = [
     r#"{"http_status": 500, "headers": {"x-should-retry": "false"}}"#,
 ];
 
+/// The four counts in "attempt 2 of 3 of this strategy, 2 of 4 for the class", if the reason
+/// states them.
+fn stated_counts(reason: &str) -> Option<[u32; 4]> {
+    let (_, rest) = reason.split_once(", attempt ")?;
+    let (strategy, rest) = rest.split_once(" of this strategy, ")?;
+    let (class, _) = rest.split_once(" for the class")?;
+    let pair = |text: &str| -> Option<(u32, u32)> {
+        let (used, max) = text.split_once(" of ")?;
+        Some((used.parse().ok()?, max.parse().ok()?))
+    };
+    let (strategy_used, strategy_max) = pair(strategy)?;
+    let (class_used, class_max) = pair(class)?;
+    Some([strategy_used, strategy_max, class_used, class_max])
+}
+
 fn config() -> ProptestConfig {
     ProptestConfig {
         cases: 256,
@@ -38,6 +53,24 @@ proptest! {
             let step = h.next(&format!("task-{task}"), &failures[which], &on("api"), t(0));
             prop_assert!(step.attempts.class_used <= step.attempts.class_max, "{step:?}");
             prop_assert!(step.attempts.task_used <= step.attempts.task_max, "{step:?}");
+        }
+    }
+
+    #[test]
+    fn the_counts_a_reason_states_are_the_steps_counters(seq in prop::collection::vec((0usize..REPORTS.len(), 0usize..3), 1..80)) {
+        let mut h = hinter();
+        let failures: Vec<_> = REPORTS.iter().map(|r| failure(r)).collect();
+        for (which, task) in seq {
+            let step = h.next(&format!("task-{task}"), &failures[which], &on("api"), t(0));
+            let a = step.attempts;
+            let stated = stated_counts(&step.reason);
+            if a.strategy_max == 0 {
+                prop_assert_eq!(stated, None, "a step that spends no strategy attempt names none: {:?}", step);
+                prop_assert_eq!(a.strategy_used, 0);
+            } else {
+                prop_assert_eq!(stated, Some([a.strategy_used, a.strategy_max, a.class_used, a.class_max]), "{:?}", step);
+                prop_assert!(a.strategy_used <= a.strategy_max);
+            }
         }
     }
 

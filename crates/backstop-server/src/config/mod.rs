@@ -5,7 +5,8 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use backstop_core::Issue;
+use backstop_core::{Issue, input};
+use backstop_store::Location;
 use toml::{Table, Value};
 
 /// The default address: loopback only.
@@ -51,7 +52,7 @@ pub struct Config {
     /// Where to listen.
     pub listen: SocketAddr,
     /// The ledger: a `SQLite` file, or a `postgres://` URL.
-    pub db: PathBuf,
+    pub db: Location,
     /// Pack files, or directories whose `*.toml` files are packs.
     pub packs: Vec<PathBuf>,
     /// Classifier rule files, or directories whose `*.toml` files are rule files (in name
@@ -136,7 +137,7 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             listen: DEFAULT_LISTEN.parse().expect("a valid address"),
-            db: PathBuf::from(DEFAULT_DB),
+            db: Location::new(DEFAULT_DB),
             packs: Vec::new(),
             rules: Vec::new(),
             strategies: Vec::new(),
@@ -151,13 +152,8 @@ impl Default for Config {
 impl Config {
     /// Reads a config file; relative paths in it are relative to the file's folder.
     pub fn load(path: &Path) -> Result<Config, Vec<Issue>> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            vec![Issue::new(
-                "",
-                "unreadable",
-                format!("cannot read {}: {e}", path.display()),
-            )]
-        })?;
+        let text = crate::files::read_text(path, "", &path.display().to_string())
+            .map_err(|issue| vec![issue])?;
         let base = path.parent().unwrap_or_else(|| Path::new("."));
         Config::parse(&text, base)
     }
@@ -175,15 +171,9 @@ impl Config {
     /// Everything of the config that could be read, and every issue: `config check` goes on to
     /// check the packs and rules of a config that has issues of its own.
     pub fn parse_all(text: &str, base: &Path) -> (Config, Vec<Issue>) {
-        let table: Table = match text.parse() {
+        let table = match input::toml_table(text) {
             Ok(table) => table,
-            Err(e) => {
-                let e: toml::de::Error = e;
-                return (
-                    Config::default(),
-                    vec![Issue::new("", "bad_toml", e.to_string())],
-                );
-            }
+            Err(issue) => return (Config::default(), vec![issue]),
         };
         let mut issues = Vec::new();
         let mut config = Config::default();
@@ -199,10 +189,10 @@ impl Config {
             }
         }
         if let Some(db) = string(&table, "db", "db", &mut issues) {
-            config.db = if backstop_store::is_postgres_url(&db) {
-                PathBuf::from(db)
-            } else {
-                base.join(db)
+            // A file is relative to the config's folder; a URL is as written.
+            config.db = match Location::new(&db) {
+                Location::Sqlite(path) => Location::Sqlite(base.join(path)),
+                postgres @ Location::Postgres(_) => postgres,
             };
         }
         config.packs = paths(&table, "packs", base, &mut issues);
@@ -227,13 +217,7 @@ pub fn hash_key(key: &str) -> String {
 }
 
 fn unknown_keys(table: &Table, path: &str, known: &[&str], issues: &mut Vec<Issue>) {
-    for key in table.keys().filter(|k| !known.contains(&k.as_str())) {
-        issues.push(Issue::new(
-            backstop_core::issue::join_path(path, key),
-            "unknown_key",
-            format!("unknown key `{key}`; expected one of: {}", known.join(", ")),
-        ));
-    }
+    input::unknown_keys(table.keys(), path, known, input::Format::Toml, issues);
 }
 
 fn string(table: &Table, key: &str, path: &str, issues: &mut Vec<Issue>) -> Option<String> {
@@ -445,7 +429,10 @@ role = "agent"
             hash_key("secret")
         );
         let config = Config::parse(&text, Path::new("/etc/backstop")).unwrap();
-        assert_eq!(config.db, Path::new("/etc/backstop/ledger.db"));
+        assert_eq!(
+            config.db,
+            Location::Sqlite("/etc/backstop/ledger.db".into())
+        );
         assert_eq!(config.packs, [Path::new("/etc/backstop/packs")]);
         assert_eq!(config.rules, [Path::new("/abs/rules.toml")]);
         assert_eq!(config.limits.timeout, Duration::from_millis(500));

@@ -95,7 +95,7 @@ pub async fn outcome(
     JsonBody(value): JsonBody,
 ) -> Result<Json<DispatchRecord>, ApiError> {
     let Path(key) = key.map_err(bad_path)?;
-    let body: DispatchOutcomeBody = typed(value)?;
+    let body: DispatchOutcomeBody = typed(&value)?;
     if let Some(code) = &body.failure_code {
         let mut issues = Vec::new();
         backstop_core::issue::check_length(code, "failure_code", 200, &mut issues);

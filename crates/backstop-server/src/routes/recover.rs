@@ -65,7 +65,7 @@ pub async fn recover(
             "`context` is an object such as {\"tool\": \"search\"}",
         )]));
     }
-    let body: RecoverBody = typed(value)?;
+    let body: RecoverBody = typed(&value)?;
     let mut issues = Vec::new();
     check_name(&body.task, "task", &mut issues);
     if let Some(given) = &body.context {
@@ -251,7 +251,7 @@ pub async fn outcomes(
     caller: Caller,
     JsonBody(value): JsonBody,
 ) -> Result<Json<ToolView>, ApiError> {
-    let body: OutcomeBody = typed(value)?;
+    let body: OutcomeBody = typed(&value)?;
     let mut issues = Vec::new();
     check_name(&body.tool, "tool", &mut issues);
     if body.outcome == OutcomeKind::Success && body.class.is_some() {
@@ -341,7 +341,7 @@ pub async fn grants(
     JsonBody(value): JsonBody,
 ) -> Result<Json<GrantAnswer>, ApiError> {
     caller.require_operator("grant a retry")?;
-    let body: GrantBody = typed(value)?;
+    let body: GrantBody = typed(&value)?;
     let mut issues = Vec::new();
     check_name(&body.task, "task", &mut issues);
     let owner = body.caller.unwrap_or_else(|| caller.id.clone());

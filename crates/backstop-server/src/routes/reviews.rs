@@ -132,7 +132,7 @@ pub async fn resolve(
 ) -> Result<Json<ReviewItem>, ApiError> {
     caller.require_operator("resolve a review item")?;
     let Path(id) = id.map_err(crate::routes::cases::bad_path)?;
-    let body: ResolveBody = typed(value)?;
+    let body: ResolveBody = typed(&value)?;
     let mut issues = Vec::new();
     let id: Option<i64> = id.parse().ok();
     if id.is_none() {

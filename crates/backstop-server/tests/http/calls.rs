@@ -80,7 +80,7 @@ fn task_state_survives_a_restart() {
     let dir = crate::support::packs_dir();
     let mut config = backstop_server::Config {
         listen: "127.0.0.1:0".parse().unwrap(),
-        db: server.dir.join("ledger.db"),
+        db: backstop_store::Location::Sqlite(server.dir.join("ledger.db")),
         packs: vec![dir],
         ..backstop_server::Config::default()
     };

@@ -105,7 +105,7 @@ fn a_reload_drops_no_request_and_a_bad_one_keeps_the_old_packs() {
     let config_path = dir.join("backstop.toml");
     std::fs::write(&config_path, "packs = [\"packs\"]\n").unwrap();
     let mut config = backstop_server::Config::load(&config_path).unwrap();
-    config.db = dir.join("ledger.db");
+    config.db = backstop_store::Location::Sqlite(dir.join("ledger.db"));
     let server = crate::support::start_config(config, Some(config_path), dir.clone());
     std::thread::scope(|scope| {
         let client = scope.spawn(|| {

@@ -182,7 +182,10 @@ fn the_reviews_and_a_resolution() {
 fn a_dispatch_answer() {
     let server = start_with(|config| {
         // The PO pack, live and without its quiet hours (tests run at any hour).
-        let packs = config.db.with_file_name("packs");
+        let backstop_store::Location::Sqlite(ledger) = &config.db else {
+            panic!("the suite's ledgers start as files");
+        };
+        let packs = ledger.with_file_name("packs");
         std::fs::create_dir_all(&packs).unwrap();
         for entry in std::fs::read_dir(crate::support::packs_dir()).unwrap() {
             let path = entry.unwrap().path();

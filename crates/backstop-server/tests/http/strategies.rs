@@ -38,7 +38,7 @@ fn the_configs_strategies_apply_and_the_last_server_to_start_sets_the_fleets() {
     assert_eq!(task_max(&b, "t3"), 2);
     // A server started with none announces the built-in ones, and the fleet follows.
     let mut plain = a.state.config.clone();
-    plain.db.clone_from(&a.ledger);
+    plain.db = backstop_store::Location::Sqlite(a.ledger.clone());
     plain.strategies = Vec::new();
     let c = crate::support::start_config(plain, None, dir.join("c"));
     assert_eq!(task_max(&c, "t4"), 12);
@@ -84,7 +84,7 @@ fn a_reload_with_bad_strategies_keeps_the_old_ones() {
         "agent-a",
         backstop_server::config::Role::Agent,
     )];
-    config.db = dir.join("ledger.db");
+    config.db = backstop_store::Location::Sqlite(dir.join("ledger.db"));
     let server = crate::support::start_config(config, Some(config_path), dir.join("run"));
     assert_eq!(task_max(&server, "t1"), 2);
     std::fs::write(&file, "[limits]\ntask_max_attempts = -3\n").unwrap();

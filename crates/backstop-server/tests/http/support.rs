@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use backstop_server::catalog::Catalog;
 use backstop_server::config::{ApiKey, Limits, Role, hash_key};
 use backstop_server::{AppState, Config};
-use backstop_store::{SqliteStore, Store};
+use backstop_store::{Location, SqliteStore, Store};
 use serde_json::Value;
 
 /// The agent's key (caller `agent-a`), another agent's (`agent-b`) and the operator's.
@@ -113,7 +113,7 @@ pub fn start_with(change: impl FnOnce(&mut Config)) -> Server {
     let dir = temp_dir();
     let mut config = Config {
         listen: "127.0.0.1:0".parse().unwrap(),
-        db: dir.join("ledger.db"),
+        db: Location::Sqlite(dir.join("ledger.db")),
         packs: vec![packs_dir()],
         rules: Vec::new(),
         strategies: Vec::new(),
@@ -133,15 +133,17 @@ pub fn start_with(change: impl FnOnce(&mut Config)) -> Server {
 /// A server for `config`; `config_path` is what a reload reads.
 pub fn start_config(mut config: Config, config_path: Option<PathBuf>, dir: PathBuf) -> Server {
     let catalog = Catalog::load(&config).unwrap_or_else(|issues| panic!("{issues:?}"));
-    let ledger = config.db.clone();
+    let Location::Sqlite(ledger) = config.db.clone() else {
+        panic!("the suite's ledgers start as files");
+    };
     let (store, schema): (Arc<dyn Store>, Option<String>) = match postgres_ledger::base() {
         Some(base) => {
-            let (schema, url) = postgres_ledger::schema_for(&base, &config.db);
-            config.db = PathBuf::from(&url);
+            let (schema, url) = postgres_ledger::schema_for(&base, &ledger);
+            config.db = Location::Postgres(url.clone());
             let store = backstop_store::open(&url).unwrap_or_else(|e| panic!("{url}: {e}"));
             (Arc::from(store), Some(schema))
         }
-        None => (Arc::new(SqliteStore::open(&config.db).unwrap()), None),
+        None => (Arc::new(SqliteStore::open(&ledger).unwrap()), None),
     };
     let state = Arc::new(
         AppState::new(config, config_path, catalog, store, jiff::Timestamp::now()).unwrap(),
@@ -180,7 +182,7 @@ pub fn start_config(mut config: Config, config_path: Option<PathBuf>, dir: PathB
 /// the same keys and packs.
 pub fn start_beside(server: &Server) -> Server {
     let mut config = server.state.config.clone();
-    config.db.clone_from(&server.ledger);
+    config.db = Location::Sqlite(server.ledger.clone());
     start_config(config, None, temp_dir())
 }
 

@@ -99,7 +99,7 @@ Exit codes:
 pub struct DbArgs {
     /// The ledger: a `SQLite` file (created if missing), or a `postgres://` URL.
     #[arg(long, value_name = "PATH", default_value = "./backstop.db", env = crate::settings::ENV_DB, hide_env_values = true)]
-    pub db: PathBuf,
+    pub db: backstop_store::Location,
 }
 
 /// Where the ledger is, for a command that only works on one that exists: `--db`.
@@ -107,7 +107,7 @@ pub struct DbArgs {
 pub struct LedgerArgs {
     /// The ledger: an existing `SQLite` file (never created here), or a `postgres://` URL.
     #[arg(long, value_name = "PATH", default_value = "./backstop.db", env = crate::settings::ENV_DB, hide_env_values = true)]
-    pub db: PathBuf,
+    pub db: backstop_store::Location,
 }
 
 /// `backstop decide`.

@@ -162,7 +162,7 @@ pub struct ReconcileArgs {
     pub config: Option<PathBuf>,
     /// The ledger, over the config's.
     #[arg(long, value_name = "PATH", env = crate::settings::ENV_DB, hide_env_values = true)]
-    pub db: Option<PathBuf>,
+    pub db: Option<backstop_store::Location>,
     /// Pack files or folders, over the config's (default ./packs).
     #[arg(long, value_name = "PATH")]
     pub packs: Vec<PathBuf>,

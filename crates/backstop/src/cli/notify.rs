@@ -1,7 +1,5 @@
 //! The flags of `backstop notify`.
 
-use std::path::PathBuf;
-
 use clap::{Args, Subcommand};
 
 use super::OutputArgs;
@@ -38,7 +36,7 @@ pub enum NotifyCommand {
 pub struct NotifyListArgs {
     /// The ledger: an existing `SQLite` file, or a `postgres://` URL.
     #[arg(long, value_name = "PATH|URL", default_value = "./backstop.db", env = crate::settings::ENV_DB, hide_env_values = true)]
-    pub db: PathBuf,
+    pub db: backstop_store::Location,
     /// Which notifications.
     #[arg(long, value_enum, default_value_t = NotifyStatusArg::All)]
     pub status: NotifyStatusArg,

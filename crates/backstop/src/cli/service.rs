@@ -29,7 +29,7 @@ pub struct ServeArgs {
     /// The ledger: a `SQLite` file or a `postgres://` URL (overrides the config's `db`; default
     /// ./backstop.db).
     #[arg(long, value_name = "PATH", env = crate::settings::ENV_DB, hide_env_values = true)]
-    pub db: Option<PathBuf>,
+    pub db: Option<backstop_store::Location>,
     /// The service's TOML config: listen, db, packs, rules, strategies, limits, keys.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -100,7 +100,7 @@ pub struct McpArgs {
     /// The ledger: a `SQLite` file or a `postgres://` URL (default ./backstop.db, or the
     /// config's `db`).
     #[arg(long, value_name = "PATH", env = crate::settings::ENV_DB, hide_env_values = true, conflicts_with = "server")]
-    pub db: Option<PathBuf>,
+    pub db: Option<backstop_store::Location>,
     /// A pack file or a folder of them; repeat for more (default ./packs, or the config's
     /// `packs`).
     #[arg(long, value_name = "PATH", conflicts_with = "server")]

@@ -1,10 +1,10 @@
 //! `backstop loop calibrate`: the decider's scores against what happened next.
 
-use std::fs;
 use std::io::{self, Write};
 
 use backstop_core::Issue;
 use backstop_core::verify::calibrate::{LoggedAttempt, calibrate};
+use backstop_server::files::read_text;
 
 use super::EXIT_OK;
 use crate::cli::CalibrateArgs;
@@ -16,14 +16,10 @@ pub fn run(args: &CalibrateArgs, out: &mut impl Write, err: &mut impl Write) -> 
     let mut issues = Vec::new();
     for path in &args.logs {
         let origin = path.display().to_string();
-        let text = match fs::read_to_string(path) {
+        let text = match read_text(path, &origin, "the log") {
             Ok(text) => text,
-            Err(e) => {
-                issues.push(Issue::new(
-                    &origin,
-                    "unreadable",
-                    format!("cannot read the log: {e}"),
-                ));
+            Err(issue) => {
+                issues.push(issue);
                 continue;
             }
         };

@@ -1,15 +1,15 @@
 //! `backstop decide` and `backstop cases show`: attempts on a case, on the ledger.
 
 use backstop_core::case::RefusalCode;
-use std::fs;
 use std::io::{self, Read, Write};
 use std::sync::Arc;
 
-use backstop_core::Issue;
 use backstop_core::case::identity::normalize_subject;
 use backstop_core::case::{Refusal, parse_request};
 use backstop_core::pack::{IdentityMode, Pack, parse_pack};
-use backstop_store::{Reply, Store, StoreError};
+use backstop_core::{Issue, input};
+use backstop_server::files::read_text;
+use backstop_store::{Location, Reply, Store, StoreError};
 
 use super::{EXIT_ISSUES, EXIT_OK, EXIT_REFUSED};
 use crate::cli::{CasesShowArgs, DecideArgs};
@@ -65,20 +65,21 @@ pub fn decide(
 }
 
 /// The JSON request on stdin, or the malformed refusal to print (unreadable, not JSON).
-pub(crate) fn read_request(input: &mut impl Read) -> Result<serde_json::Value, Box<Refusal>> {
+pub(crate) fn read_request(stdin: &mut impl Read) -> Result<serde_json::Value, Box<Refusal>> {
     let mut body = String::new();
-    input.read_to_string(&mut body).map_err(|e| {
+    stdin.read_to_string(&mut body).map_err(|e| {
         Box::new(Refusal::malformed(vec![Issue::new(
             "",
             "unreadable",
             format!("cannot read the request from stdin: {e}"),
         )]))
     })?;
-    serde_json::from_str(&body).map_err(|e| {
+    input::json_value(&body).map_err(|issue| {
+        let message = format!("the request is not JSON: {}", issue.message);
         Box::new(Refusal::malformed(vec![Issue::new(
             "",
-            "bad_json",
-            format!("the request is not JSON: {e}"),
+            &issue.code,
+            message,
         )]))
     })
 }
@@ -134,12 +135,11 @@ pub fn show(args: &CasesShowArgs, out: &mut impl Write, err: &mut impl Write) ->
 /// (exit 1, on stderr) and never created, so a mistyped `--db` reads as what it is rather than
 /// as an empty ledger. A `postgres://` URL is opened as it is.
 pub fn open_existing(
-    path: &std::path::Path,
+    location: &Location,
     command: &str,
     err: &mut impl Write,
 ) -> io::Result<Option<Box<dyn Store>>> {
-    let location = path.to_string_lossy();
-    if !backstop_store::is_postgres_url(&location) && !path.is_file() {
+    if !location.may_exist() {
         writeln!(
             err,
             "backstop: --db {location}: no ledger there; `backstop {command}` reads an existing \
@@ -148,18 +148,16 @@ pub fn open_existing(
         )?;
         return Ok(None);
     }
-    open(path, err)
+    open(location, err)
 }
 
 /// Opens the ledger (a `SQLite` file, created if missing, or a `postgres://` URL), or says why
 /// it cannot.
-pub fn open(path: &std::path::Path, err: &mut impl Write) -> io::Result<Option<Box<dyn Store>>> {
-    let location = path.to_string_lossy();
-    match backstop_store::open(&location) {
+pub fn open(location: &Location, err: &mut impl Write) -> io::Result<Option<Box<dyn Store>>> {
+    match location.open() {
         Ok(store) => Ok(Some(store)),
         Err(e) => {
-            let shown = backstop_store::display_location(&location);
-            writeln!(err, "backstop: --db {shown}: {e}")?;
+            writeln!(err, "backstop: --db {location}: {e}")?;
             Ok(None)
         }
     }
@@ -178,14 +176,10 @@ pub(crate) fn check_caller(caller: &str, issues: &mut Vec<Issue>) {
 /// Reads and parses `--pack`; every issue gets the file in its path.
 pub(crate) fn load_pack(path: &std::path::Path, issues: &mut Vec<Issue>) -> Option<Pack> {
     let origin = format!("--pack {}", path.display());
-    let text = match fs::read_to_string(path) {
+    let text = match read_text(path, &origin, "the pack") {
         Ok(text) => text,
-        Err(e) => {
-            issues.push(Issue::new(
-                origin,
-                "unreadable",
-                format!("cannot read the pack: {e}"),
-            ));
+        Err(issue) => {
+            issues.push(issue);
             return None;
         }
     };

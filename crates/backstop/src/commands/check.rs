@@ -1,9 +1,9 @@
 //! Checking files (`rules check`, `strategies check`): every issue of every file, with paths.
 
-use std::fs;
 use std::io::{self, Write};
 
 use backstop_core::Issue;
+use backstop_server::files::read_text;
 use serde_json::json;
 
 use super::{EXIT_BAD_INPUT, EXIT_ISSUES, EXIT_OK};
@@ -21,15 +21,11 @@ pub fn check_files(
     let mut unreadable = false;
     for path in &args.files {
         let origin = path.display().to_string();
-        let issues = match fs::read_to_string(path) {
+        let issues = match read_text(path, "", "the file") {
             Ok(text) => check(&text, &origin),
-            Err(e) => {
+            Err(issue) => {
                 unreadable = true;
-                vec![Issue::new(
-                    "",
-                    "unreadable",
-                    format!("cannot read the file: {e}"),
-                )]
+                vec![issue]
             }
         };
         report.push((origin, issues));

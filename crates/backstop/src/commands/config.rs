@@ -9,6 +9,8 @@ use backstop_server::catalog::Catalog;
 use backstop_server::config::hash_key;
 use serde_json::json;
 
+use backstop_server::files::read_text;
+
 use super::{EXIT_BAD_INPUT, EXIT_ISSUES, EXIT_OK};
 use crate::cli::{ConfigCheckArgs, HashKeyArgs};
 use crate::output;
@@ -16,15 +18,8 @@ use crate::output;
 /// Checks a config and every file it names.
 pub fn check(args: &ConfigCheckArgs, out: &mut impl Write) -> io::Result<u8> {
     let origin = args.file.display().to_string();
-    let (issues, unreadable) = match std::fs::read_to_string(&args.file) {
-        Err(e) => (
-            vec![Issue::new(
-                origin.clone(),
-                "unreadable",
-                format!("cannot read the file: {e}"),
-            )],
-            true,
-        ),
+    let (issues, unreadable) = match read_text(&args.file, &origin, "the file") {
+        Err(issue) => (vec![issue], true),
         Ok(text) => {
             let base = args
                 .file

@@ -188,7 +188,7 @@ fn scenario(dir: &std::path::Path, err: &mut impl Write) -> io::Result<Vec<Row>>
     let keys: Vec<String> = request.recipients.iter().map(|r| r.key.clone()).collect();
     let mut config = Config {
         listen: "127.0.0.1:0".parse().expect("an address"),
-        db: dir.join("ledger.db"),
+        db: backstop_store::Location::Sqlite(dir.join("ledger.db")),
         packs: vec![packs],
         ..Config::default()
     };
@@ -208,8 +208,7 @@ fn scenario(dir: &std::path::Path, err: &mut impl Write) -> io::Result<Vec<Row>>
         .map(|k| u64::from(plan(&config.effects.simulator, k).copies))
         .sum();
     let catalog = Catalog::load(&config).map_err(|e| io::Error::other(format!("{e:?}")))?;
-    let store: Arc<dyn Store> =
-        Arc::from(backstop_store::open(&config.db.to_string_lossy()).map_err(io::Error::other)?);
+    let store: Arc<dyn Store> = Arc::from(config.db.open().map_err(io::Error::other)?);
     writeln!(
         err,
         "backstop demo: eight purchase orders, one batch call through the simulator (ledger {})",

@@ -4,7 +4,7 @@ use std::io::{self, BufRead, Write};
 
 use backstop_core::classify::classify;
 use backstop_core::recover::{Context, Hinter, HinterOptions};
-use backstop_core::{Issue, Report};
+use backstop_core::{Issue, Report, input};
 use jiff::Timestamp;
 use serde::Deserialize;
 use serde_json::json;
@@ -134,16 +134,13 @@ type Line = (String, Report, Timestamp, Option<Context>);
 fn parse_line(settings: &HintSettings, line: &[u8]) -> Result<Line, Vec<Issue>> {
     let text = std::str::from_utf8(line)
         .map_err(|_| vec![Issue::new("", "bad_utf8", "the line is not UTF-8")])?;
-    let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| vec![Issue::new("", "bad_json", e.to_string())])?;
+    let value = input::json_value(text).map_err(|issue| vec![issue])?;
     if value.get("report").is_none() {
         let report = Report::from_json(text)?;
         return Ok((settings.task.clone(), report, settings.now, None));
     }
-    let envelope: Envelope = serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = backstop_core::issue::serde_path(e.path());
-        vec![Issue::new(path, "bad_envelope", e.inner().to_string())]
-    })?;
+    let envelope: Envelope = input::typed(&value, input::Format::Json)
+        .map_err(|issue| vec![Issue::new(issue.path, "bad_envelope", issue.message)])?;
     let report = Report::from_value(&envelope.report).map_err(|issues| {
         issues
             .into_iter()

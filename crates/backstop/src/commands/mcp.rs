@@ -120,13 +120,7 @@ fn resolve(args: &McpArgs) -> (Config, Vec<Issue>) {
 /// The API key in `path`: its one line, trimmed.
 fn read_key(path: &Path) -> Result<String, Issue> {
     let origin = format!("--key-file {}", path.display());
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Issue::new(
-            &origin,
-            "unreadable",
-            format!("cannot read the key file: {e}"),
-        )
-    })?;
+    let text = backstop_server::files::read_text(path, &origin, "the key file")?;
     let key = text.trim();
     if key.is_empty() || key.contains(char::is_whitespace) {
         return Err(Issue::new(

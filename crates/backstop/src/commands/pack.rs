@@ -1,16 +1,16 @@
 //! `backstop pack check`, `backstop pack schema` and `backstop pack brief`.
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use backstop_core::Issue;
 use backstop_core::effects::{implied_schema, lint_result_schema};
 use backstop_core::pack::{Pack, check_pack, parse_pack};
+use backstop_core::{Issue, input};
 use backstop_server::Config;
 use backstop_server::catalog::{Catalog, default_packs};
+use backstop_server::files::read_text;
 
 use super::check::check_files;
 use super::{EXIT_BAD_INPUT, EXIT_OK};
@@ -39,21 +39,22 @@ pub fn check(args: &RulesCheckArgs, out: &mut impl Write) -> io::Result<u8> {
                 .unwrap_or(Path::new("."))
                 .join(file);
             let at = "dispatch.result_schema";
-            match fs::read_to_string(&path)
-                .map_err(|e| e.to_string())
-                .and_then(|t| {
-                    serde_json::from_str::<serde_json::Value>(&t).map_err(|e| e.to_string())
-                }) {
+            let schema = read_text(&path, at, &path.display().to_string()).and_then(|text| {
+                input::json_value(&text).map_err(|issue| {
+                    Issue::new(
+                        at,
+                        &issue.code,
+                        format!("{}: {}", path.display(), issue.message),
+                    )
+                })
+            });
+            match schema {
                 Ok(schema) => issues.extend(
                     lint_result_schema(&pack, &schema)
                         .into_iter()
                         .map(|i| i.within(&format!("{at} ({file})"))),
                 ),
-                Err(e) => issues.push(Issue::new(
-                    at,
-                    "unreadable",
-                    format!("cannot read {}: {e}", path.display()),
-                )),
+                Err(issue) => issues.push(issue),
             }
         }
         issues
@@ -103,13 +104,7 @@ fn load_job(job: &str, packs: &[PathBuf]) -> Result<Pack, Vec<Issue>> {
     let direct = Path::new(job);
     if direct.extension().is_some_and(|e| e == "toml") && direct.is_file() {
         let origin = direct.display().to_string();
-        let text = fs::read_to_string(direct).map_err(|e| {
-            vec![Issue::new(
-                origin.clone(),
-                "unreadable",
-                format!("cannot read: {e}"),
-            )]
-        })?;
+        let text = read_text(direct, &origin, "the pack").map_err(|issue| vec![issue])?;
         return parse_pack(&text)
             .map_err(|issues| issues.into_iter().map(|i| i.within(&origin)).collect());
     }

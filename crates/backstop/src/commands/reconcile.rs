@@ -32,8 +32,8 @@ pub fn run(args: &ReconcileArgs, out: &mut impl Write, err: &mut impl Write) -> 
     if !args.packs.is_empty() {
         config.packs.clone_from(&args.packs);
     }
-    let location = config.db.to_string_lossy().into_owned();
-    if !backstop_store::is_postgres_url(&location) && !config.db.exists() {
+    let location = config.db.to_string();
+    if !config.db.may_exist() {
         issues.push(backstop_core::Issue::new(
             "--db",
             "no_ledger",

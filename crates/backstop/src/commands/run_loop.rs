@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use backstop_core::redact::redact;
-use backstop_core::verify::decider::{Choice, FailedAttempt, Verdict, decide};
+use backstop_core::verify::decider::{Choice, FailedAttempt, Verdict, score};
 use backstop_core::verify::parse::parse_output;
 use backstop_core::verify::signature::signature;
 use backstop_core::verify::stop::{AfterFailure, Approach, Counsel, Stop, after_failure};
@@ -451,7 +451,7 @@ impl Loop<'_> {
             .as_ref()
             .filter(|_| attempt < self.args.max_attempts);
         let Some(external) = external else {
-            return Assessment::builtin(decide(&self.history));
+            return Assessment::builtin(score(&self.history));
         };
         let tests = parse_output(text).map(|r| format!("{} passed, {} failed", r.passed, r.failed));
         let state = json!({

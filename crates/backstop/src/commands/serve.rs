@@ -29,7 +29,7 @@ pub fn run(args: &ServeArgs, out: &mut impl Write, err: &mut impl Write) -> io::
     let Some(store) = open_store(&config, err)? else {
         return Ok(EXIT_ISSUES);
     };
-    let shown = backstop_store::display_location(&config.db.to_string_lossy());
+    let shown = config.db.to_string();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -102,15 +102,7 @@ pub(super) fn open_store(
     config: &Config,
     err: &mut impl Write,
 ) -> io::Result<Option<Box<dyn backstop_store::Store>>> {
-    let location = config.db.to_string_lossy().into_owned();
-    match backstop_store::open(&location) {
-        Ok(store) => Ok(Some(store)),
-        Err(e) => {
-            let shown = backstop_store::display_location(&location);
-            writeln!(err, "backstop: --db {shown}: {e}")?;
-            Ok(None)
-        }
-    }
+    super::cases::open(&config.db, err)
 }
 
 /// The service's state on `store`; `None` once the reason is written to `err`. Building it

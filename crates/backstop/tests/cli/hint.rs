@@ -124,7 +124,14 @@ fn a_503_of_a_named_tool_is_a_first_plain_retry_with_breaker_and_budget() {
     );
     assert_eq!(
         step["reason"],
-        "transient: strategy 1 of 3 (`retry_same`), attempt 1 of 3"
+        "transient: strategy 1 of 3 (`retry_same`), attempt 1 of 3 of this strategy, 1 of 4 \
+         for the class"
+    );
+    // The counters are the reason's numbers.
+    assert_eq!(
+        step["attempts"],
+        json!({"class_used": 1, "class_max": 4, "strategy_used": 1, "strategy_max": 3,
+               "task_used": 1, "task_max": 12})
     );
     // The failure is the breaker's first call; no retry has spent the budget yet.
     assert_eq!(
@@ -1038,10 +1045,9 @@ fn a_strategies_file_replaces_a_class_list() {
     assert_eq!(step["action"], "escalate", "{step}");
     assert_eq!(step["hint"], "page search's owner: HTTP 503");
     assert_eq!(step["escalation"]["to"], "the operator on call", "{step}");
-    assert_eq!(
-        step["reason"],
-        "transient: strategy 1 of 1 (`escalate`), attempt 1 of 1"
-    );
+    assert_eq!(step["reason"], "transient: strategy 1 of 1 (`escalate`)");
+    // An escalation spends no attempt and names none.
+    assert_eq!(step["attempts"]["strategy_max"], 0, "{step}");
     // Other classes keep the built-in lists.
     let step = step_of(&hint(&[
         "--task",

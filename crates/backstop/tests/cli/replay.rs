@@ -338,7 +338,7 @@ fn each_bad_line_alone_is_refused_with_its_line_number() {
         ),
         (
             r#"{"at": "2026-01-01T00:00:01Z", "tool": "search", "outcome": "success"}"#,
-            "line 2",
+            "line 2: task",
             "bad_event",
         ),
         (

@@ -83,6 +83,11 @@ pub struct Attempts {
     pub class_used: u32,
     /// Attempts the class's strategies allow.
     pub class_max: u32,
+    /// This step's attempt of its strategy (`attempt 2 of 3 of this strategy` in the reason);
+    /// 0 when the step is no strategy's attempt (a stop, an escalation, a breaker's wait).
+    pub strategy_used: u32,
+    /// Attempts the step's strategy allows; 0 when the step is no strategy's attempt.
+    pub strategy_max: u32,
     /// Attempts this task spent on any class, this step included.
     pub task_used: u32,
     /// Attempts the task may spend.

@@ -125,6 +125,9 @@ struct Draft {
     delay_ms: u64,
     defer_until: Option<Timestamp>,
     spend: Spend,
+    /// This step's attempt of its strategy and the attempts the strategy allows, when the
+    /// step is a strategy's attempt.
+    strategy_attempt: Option<(u32, u32)>,
     reason: String,
 }
 
@@ -137,6 +140,7 @@ impl Draft {
             delay_ms: 0,
             defer_until: None,
             spend: Spend::Nothing,
+            strategy_attempt: None,
             reason,
         }
     }
@@ -182,6 +186,8 @@ impl<'a> Planner<'a> {
         let attempts = Attempts {
             class_used: self.class_used + u32::from(draft.spend == Spend::Strategy),
             class_max: self.class_max,
+            strategy_used: draft.strategy_attempt.map_or(0, |(used, _)| used),
+            strategy_max: draft.strategy_attempt.map_or(0, |(_, max)| max),
             task_used: state.task_used + u32::from(draft.spend != Spend::Nothing),
             task_max: table.limits.task_max_attempts,
         };
@@ -323,6 +329,7 @@ impl<'a> Planner<'a> {
             delay_ms: delay,
             defer_until: None,
             spend: Spend::Task,
+            strategy_attempt: None,
             reason: format!("unclassified ({}); {why}", failure.reason),
         };
         Some((draft, grant))
@@ -370,6 +377,7 @@ impl<'a> Planner<'a> {
                 delay_ms: 0,
                 defer_until: None,
                 spend: Spend::Task,
+                strategy_attempt: None,
                 reason,
             }
         } else {
@@ -380,6 +388,7 @@ impl<'a> Planner<'a> {
                 delay_ms: wait_ms,
                 defer_until: Some(until),
                 spend: Spend::Task,
+                strategy_attempt: None,
                 reason,
             }
         }
@@ -434,13 +443,24 @@ impl<'a> Planner<'a> {
         let delay = self.delay(i, attempt);
         let mut action = strategy.action;
         let mut defer_until = None;
-        // "transient: strategy 1 of 3 (`retry_same`), attempt 2 of 3": the part before the
-        // attempt is the strategy's own, written when the table was built.
-        let mut reason = String::with_capacity(strategy.reason_prefix.len() + 16);
+        // "transient: strategy 1 of 3 (`retry_same`), attempt 2 of 3 of this strategy, 2 of 4
+        // for the class": the part before the counts is the strategy's own, written when the
+        // table was built; the counts are the step's `attempts`, so the two always agree. A
+        // stop or an escalation spends no attempt and names none.
+        let spends = !strategy.action.is_terminal();
+        let mut reason = String::with_capacity(strategy.reason_prefix.len() + 56);
         reason.push_str(&strategy.reason_prefix);
-        write_number(&mut reason, number);
-        reason.push_str(" of ");
-        write_number(&mut reason, max);
+        if spends {
+            reason.push_str(", attempt ");
+            write_number(&mut reason, number);
+            reason.push_str(" of ");
+            write_number(&mut reason, max);
+            reason.push_str(" of this strategy, ");
+            write_number(&mut reason, self.class_used + 1);
+            reason.push_str(" of ");
+            write_number(&mut reason, self.class_max);
+            reason.push_str(" for the class");
+        }
         let mut hint = strategy.hint.render(self.slots(delay, number, max));
         if delay > table.limits.max_wait_ms {
             let long = format!(
@@ -488,6 +508,7 @@ impl<'a> Planner<'a> {
             } else {
                 Spend::Strategy
             },
+            strategy_attempt: spends.then_some((number, max)),
             reason,
         })
     }

@@ -12,7 +12,8 @@ use super::{
 };
 use crate::class::{ALL_CLASSES, Class};
 use crate::classify::matcher::compile_regex;
-use crate::issue::{Issue, join_path, serde_path};
+use crate::input;
+use crate::issue::{Issue, join_path};
 use crate::recover::breaker::BreakerConfig;
 use crate::recover::budget::BudgetConfig;
 
@@ -99,22 +100,8 @@ pub(super) fn prefixed(origin: &str, issues: Vec<Issue>) -> Vec<Issue> {
 }
 
 pub(super) fn parse_raw(text: &str) -> Result<RawTable, Vec<Issue>> {
-    let de = toml::Deserializer::parse(text).map_err(|e| {
-        vec![Issue::new(
-            "",
-            "bad_toml",
-            e.to_string().trim_end().to_owned(),
-        )]
-    })?;
-    serde_path_to_error::deserialize(de).map_err(|e| {
-        let code = if e.inner().to_string().contains("unknown field") {
-            "unknown_key"
-        } else {
-            "wrong_type"
-        };
-        let message = e.inner().message().to_owned();
-        vec![Issue::new(serde_path(e.path()), code, message)]
-    })
+    let table = input::toml_table(text).map_err(|issue| vec![issue])?;
+    input::typed_toml(&table).map_err(|issue| vec![issue])
 }
 
 pub(super) fn merge(base: &mut RawTable, over: RawTable) {
@@ -380,7 +367,7 @@ fn build_class(
                 backoff: raw.backoff,
                 hint: Template::parse(&raw.hint),
                 reason_prefix: format!(
-                    "{class}: strategy {} of {} (`{}`), attempt ",
+                    "{class}: strategy {} of {} (`{}`)",
                     i + 1,
                     list.len(),
                     raw.action.as_str()

@@ -165,8 +165,8 @@ pub struct Strategy {
     pub backoff: Option<BackoffKind>,
     /// The hint template (`{tool}`, `{error}`, `{delay}` ...).
     pub hint: Template,
-    /// The start of a step's reason, up to the attempt number ("transient: strategy 1 of 3
-    /// (`retry_same`), attempt ").
+    /// The start of a step's reason, before its attempt counts ("transient: strategy 1 of 3
+    /// (`retry_same`)").
     pub reason_prefix: String,
 }
 
