@@ -1,10 +1,10 @@
-//! `Hinter::next` throughput with 1,024 live tasks: a realistic mix of failures spread over
+//! `Recovery::next` throughput with 1,024 live tasks: a realistic mix of failures spread over
 //! the tasks, each step consuming an attempt, tasks reset when they escalate or stop.
 
 use std::hint::black_box;
 
 use backstop_core::classify::{RuleSet, classify};
-use backstop_core::recover::{Context, Hinter, HinterOptions, StrategyTable};
+use backstop_core::recover::{Context, Recovery, RecoveryOptions, StrategyTable};
 use backstop_core::{Classification, Report};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use jiff::Timestamp;
@@ -43,13 +43,13 @@ fn bench(c: &mut Criterion) {
             request: None,
         })
         .collect();
-    let mut hinter = Hinter::new(StrategyTable::builtin(), HinterOptions { seed: 7 });
+    let mut recovery = Recovery::new(StrategyTable::builtin(), RecoveryOptions { seed: 7 });
     // Make every task live before measuring.
     for (i, task) in tasks.iter().enumerate() {
-        hinter.next(task, &failures[i % failures.len()], &contexts[i % 4], now);
+        recovery.next(task, &failures[i % failures.len()], &contexts[i % 4], now);
     }
-    assert_eq!(hinter.live_tasks(), TASKS);
-    let mut group = c.benchmark_group("hinter");
+    assert_eq!(recovery.live_tasks(), TASKS);
+    let mut group = c.benchmark_group("recovery");
     group.throughput(Throughput::Elements(STEPS as u64));
     group.sample_size(30);
     let mut round = 0usize;
@@ -58,9 +58,10 @@ fn bench(c: &mut Criterion) {
             for i in 0..STEPS {
                 let n = round.wrapping_mul(7919).wrapping_add(i);
                 let task = &tasks[n % TASKS];
-                let step = hinter.next(task, &failures[n % failures.len()], &contexts[n % 4], now);
+                let step =
+                    recovery.next(task, &failures[n % failures.len()], &contexts[n % 4], now);
                 if step.action.is_terminal() {
-                    hinter.reset(task);
+                    recovery.reset(task);
                 }
                 black_box(step);
             }

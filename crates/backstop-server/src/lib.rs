@@ -2,7 +2,7 @@
 //!
 //! - `config`: the service's TOML file, every issue with its path
 //! - `catalog`: packs by job and classifier rules, swapped whole on a reload
-//! - `state`: what handlers share (ledger, catalog, hinter, keys, limiter, metrics)
+//! - `state`: what handlers share (ledger, catalog, recovery, keys, limiter, metrics)
 //! - `auth`: API keys by their SHA-256, callers and roles
 //! - `connection`: the accept loop, its connection cap and header-read and idle timeouts
 //! - `limits`: per-caller rate limits and the request timeout

@@ -9,7 +9,7 @@
 //! The call journal is the call-level state's source of truth, shared by every process on the
 //! ledger. This thread follows it: to journal an event it appends it and reads back every
 //! event after its position (other processes' too), in the journal's one order, and applies
-//! them all to the hinter before it answers, so the answer reflects everything any process
+//! them all to the recovery before it answers, so the answer reflects everything any process
 //! recorded before it. Reads catch up the same way first.
 
 use backstop_core::case::RefusalCode;
@@ -35,7 +35,7 @@ enum Job {
         request: Request,
         answer: oneshot::Sender<(Result<Reply, StoreError>, std::time::Duration)>,
     },
-    /// One call-journal event: journaled, then everything up to it applied to the hinter; the
+    /// One call-journal event: journaled, then everything up to it applied to the recovery; the
     /// answer is the step the event gave, if it was a task's failure.
     Journal {
         event: CallEvent,
@@ -233,8 +233,8 @@ impl From<QueueError> for JournalError {
     }
 }
 
-/// The ledger thread's state: the store, the hinter it keeps, and how far into the journal
-/// the hinter is.
+/// The ledger thread's state: the store, the recovery it keeps, and how far into the journal
+/// the recovery is.
 struct Follower {
     store: Arc<dyn Store>,
     calls: Arc<Mutex<CallState>>,

@@ -1,4 +1,4 @@
-//! What every handler shares: the ledger, the loaded packs and rules, the hinter, the keys, the
+//! What every handler shares: the ledger, the loaded packs and rules, the recovery, the keys, the
 //! limiter and the metrics.
 
 use std::collections::HashMap;
@@ -29,7 +29,7 @@ pub struct AppState {
     pub catalog: RwLock<Arc<Catalog>>,
     /// Per-task counters and per-tool health, as far into the call journal as the ledger
     /// thread has followed it (it alone changes them).
-    pub hinter: Arc<Mutex<CallState>>,
+    pub recovery: Arc<Mutex<CallState>>,
     /// API key hashes to callers; empty when the service is open.
     pub keys: HashMap<String, Caller>,
     /// Request limits.
@@ -47,7 +47,7 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// The state for `config`, with its catalog loaded, and the hinter rebuilt from the call
+    /// The state for `config`, with its catalog loaded, and the recovery rebuilt from the call
     /// journal of the last 24 hours.
     ///
     /// It reads the ledger: call it outside an async runtime, or in `spawn_blocking`.
@@ -107,15 +107,15 @@ impl AppState {
             // This server's [[notify]] targets become the ledger's from here on.
             crate::notify::subscribe(store.as_ref(), &config.notify.targets, now)?;
         }
-        let hinter = calls;
-        let hinter = Arc::new(Mutex::new(hinter));
-        let attempts = AttemptQueue::start(Arc::clone(&store), Arc::clone(&hinter), position)
+        let recovery = calls;
+        let recovery = Arc::new(Mutex::new(recovery));
+        let attempts = AttemptQueue::start(Arc::clone(&store), Arc::clone(&recovery), position)
             .map_err(|e| backstop_store::StoreError::Database(format!("cannot start: {e}")))?;
         Ok(AppState {
             attempts,
             store,
             catalog: RwLock::new(Arc::new(catalog)),
-            hinter,
+            recovery,
             keys,
             limiter: RateLimiter::new(config.limits.rate_per_second, config.limits.burst),
             auth_failures: RateLimiter::new(

@@ -6,16 +6,16 @@
 //! | `backoff` | delays: exponential, jittered, capped, never below a server's hint |
 //! | `breaker` | a circuit breaker per tool |
 //! | `budget` | a retry budget per tool |
-//! | `hinter` | per-task counters in a bounded LRU, turned into the next step |
+//! | `recovery` | per-task counters in a bounded LRU, turned into the next step |
 //! | `replay` | a recorded trace of call outcomes replayed through the policy, with totals |
 //! | `simulate` | clients contending for one resource: what each backoff kind costs |
 pub mod backoff;
 pub mod breaker;
 pub mod budget;
-pub mod hinter;
+pub mod recovery;
 pub mod replay;
 pub mod simulate;
 pub mod strategy;
 
-pub use self::hinter::{Context, Hinter, HinterOptions, Step};
+pub use self::recovery::{Context, Recovery, RecoveryOptions, Step};
 pub use self::strategy::{Action, StrategyTable};

@@ -11,7 +11,7 @@
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
-use super::hinter::{Context, Hinter, Step};
+use super::recovery::{Context, Recovery, Step};
 use super::strategy::Action;
 use crate::classify::{Classification, RuleSet, classify};
 use crate::input;
@@ -191,10 +191,10 @@ enum Allowance {
     Never,
 }
 
-/// Replays parsed events through a hinter.
+/// Replays parsed events through a recovery.
 pub fn replay(
     rules: &RuleSet,
-    hinter: &mut Hinter,
+    recovery: &mut Recovery,
     events: &[ParsedEvent],
 ) -> (Vec<ReplayLine>, ReplayTotals) {
     let mut lines = Vec::with_capacity(events.len());
@@ -216,7 +216,7 @@ pub fn replay(
         }
         let (classification, step) = match (event.outcome, report) {
             (Outcome::Success, _) => {
-                hinter.record_success(&event.tool, event.at);
+                recovery.record_success(&event.tool, event.at);
                 allowances.remove(&key);
                 (None, None)
             }
@@ -229,7 +229,7 @@ pub fn replay(
                     error: Some(report.summary()),
                     request: None,
                 };
-                let step = hinter.next(&event.task, &c, &ctx, event.at);
+                let step = recovery.next(&event.task, &c, &ctx, event.at);
                 count(&mut totals, &step);
                 allowances.insert(key, allowance(&step, event.at));
                 (Some(c), Some(step))
@@ -283,12 +283,12 @@ mod tests {
     use std::fmt::Write as _;
 
     use super::*;
-    use crate::recover::{HinterOptions, StrategyTable};
+    use crate::recover::{RecoveryOptions, StrategyTable};
 
     fn run(trace: &str) -> (Vec<ReplayLine>, ReplayTotals) {
         let events = parse_trace(trace).unwrap();
-        let mut hinter = Hinter::new(StrategyTable::builtin(), HinterOptions { seed: 1 });
-        replay(&RuleSet::builtin(), &mut hinter, &events)
+        let mut recovery = Recovery::new(StrategyTable::builtin(), RecoveryOptions { seed: 1 });
+        replay(&RuleSet::builtin(), &mut recovery, &events)
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Integration tests of recovery: the hinter over the built-in strategy table.
+//! Integration tests of recovery: the recovery over the built-in strategy table.
 //!
 //! - `steps`: the step sequence of each class, hints, grants, breakers and budgets
 //! - `properties`: limits, the LRU bound, policy denials, determinism, delays and hints
@@ -7,13 +7,13 @@ mod properties;
 mod steps;
 
 use backstop_core::classify::{RuleSet, classify};
-use backstop_core::recover::{Context, Hinter, HinterOptions, StrategyTable};
+use backstop_core::recover::{Context, Recovery, RecoveryOptions, StrategyTable};
 use backstop_core::{Classification, Report};
 use jiff::Timestamp;
 
-/// A hinter over the built-in table with a fixed seed.
-pub fn hinter() -> Hinter {
-    Hinter::new(StrategyTable::builtin(), HinterOptions { seed: 42 })
+/// A recovery over the built-in table with a fixed seed.
+pub fn recovery() -> Recovery {
+    Recovery::new(StrategyTable::builtin(), RecoveryOptions { seed: 42 })
 }
 
 /// A classification of a report given as JSON, with the built-in rules.

@@ -1,10 +1,10 @@
-//! Properties of the hinter over any sequence of failures.
+//! Properties of the recovery over any sequence of failures.
 
 use backstop_core::Class;
-use backstop_core::recover::{Action, Context, Hinter, HinterOptions, StrategyTable};
+use backstop_core::recover::{Action, Context, Recovery, RecoveryOptions, StrategyTable};
 use proptest::prelude::*;
 
-use crate::{failure, hinter, on, t};
+use crate::{failure, on, recovery, t};
 
 const REPORTS: [&str; 10] = [
     r#"{"http_status": 503}"#,
@@ -47,7 +47,7 @@ proptest! {
 
     #[test]
     fn attempts_never_pass_a_limit(seq in prop::collection::vec((0usize..REPORTS.len(), 0usize..3), 1..80)) {
-        let mut h = hinter();
+        let mut h = recovery();
         let failures: Vec<_> = REPORTS.iter().map(|r| failure(r)).collect();
         for (which, task) in seq {
             let step = h.next(&format!("task-{task}"), &failures[which], &on("api"), t(0));
@@ -58,7 +58,7 @@ proptest! {
 
     #[test]
     fn the_counts_a_reason_states_are_the_steps_counters(seq in prop::collection::vec((0usize..REPORTS.len(), 0usize..3), 1..80)) {
-        let mut h = hinter();
+        let mut h = recovery();
         let failures: Vec<_> = REPORTS.iter().map(|r| failure(r)).collect();
         for (which, task) in seq {
             let step = h.next(&format!("task-{task}"), &failures[which], &on("api"), t(0));
@@ -76,7 +76,7 @@ proptest! {
 
     #[test]
     fn policy_denials_never_yield_a_retry_or_a_fallback(seq in prop::collection::vec(0usize..REPORTS.len(), 1..60), grants in 0u8..3) {
-        let mut h = hinter();
+        let mut h = recovery();
         for _ in 0..grants {
             h.grant("t");
         }
@@ -101,7 +101,7 @@ proptest! {
     #[test]
     fn the_lru_bound_holds(tasks in 1usize..400, bound in 1usize..50) {
         let table = StrategyTable::load(Some(("m", &format!("[limits]\ntasks = {bound}\n")))).unwrap();
-        let mut h = Hinter::new(table, HinterOptions { seed: 3 });
+        let mut h = Recovery::new(table, RecoveryOptions { seed: 3 });
         let f = failure(REPORTS[0]);
         for i in 0..tasks {
             h.next(&format!("task-{i}"), &f, &Context::default(), t(0));
@@ -112,7 +112,7 @@ proptest! {
     #[test]
     fn the_same_seed_gives_the_same_steps(seed in any::<u64>(), seq in prop::collection::vec(0usize..REPORTS.len(), 1..30)) {
         let run = |seed: u64| {
-            let mut h = Hinter::new(StrategyTable::builtin(), HinterOptions { seed });
+            let mut h = Recovery::new(StrategyTable::builtin(), RecoveryOptions { seed });
             seq.iter().map(|w| h.next("t", &failure(REPORTS[*w]), &on("api"), t(0))).collect::<Vec<_>>()
         };
         prop_assert_eq!(run(seed), run(seed));
@@ -120,7 +120,7 @@ proptest! {
 
     #[test]
     fn a_delay_is_never_below_a_hint_nor_above_the_cap_without_one(hint in prop::option::of(0u64..50_000), retries in 1usize..4) {
-        let mut h = hinter();
+        let mut h = recovery();
         let json = match hint {
             Some(ms) => format!(r#"{{"http_status": 503, "headers": {{"retry-after-ms": "{ms}"}}}}"#),
             None => r#"{"http_status": 503}"#.to_owned(),

@@ -1,11 +1,11 @@
-//! What the hinter says, step by step.
+//! What the recovery says, step by step.
 
 use backstop_core::Class;
-use backstop_core::recover::{Action, Context, Hinter, HinterOptions, StrategyTable};
+use backstop_core::recover::{Action, Context, Recovery, RecoveryOptions, StrategyTable};
 
-use crate::{failure, hinter, on, t};
+use crate::{failure, on, recovery, t};
 
-fn actions(h: &mut Hinter, task: &str, json: &str, n: usize) -> Vec<Action> {
+fn actions(h: &mut Recovery, task: &str, json: &str, n: usize) -> Vec<Action> {
     let f = failure(json);
     (0..n)
         .map(|_| h.next(task, &f, &Context::default(), t(0)).action)
@@ -15,7 +15,7 @@ fn actions(h: &mut Hinter, task: &str, json: &str, n: usize) -> Vec<Action> {
 #[test]
 fn transient_retries_then_falls_back_then_escalates() {
     use Action::*;
-    let mut h = hinter();
+    let mut h = recovery();
     let got = actions(&mut h, "t1", r#"{"http_status": 503}"#, 6);
     assert_eq!(
         got,
@@ -79,14 +79,14 @@ fn every_default_sequence() {
         ),
     ];
     for (json, want) in cases {
-        let mut h = hinter();
+        let mut h = recovery();
         assert_eq!(actions(&mut h, "t", json, want.len()), want, "{json}");
     }
 }
 
 #[test]
 fn unclassified_stops_with_its_reason_unless_granted_once() {
-    let mut h = hinter();
+    let mut h = recovery();
     let f = failure(r#"{"message": "the frobnicator declined"}"#);
     assert_eq!(f.class, Class::Unclassified);
     let step = h.next("t", &f, &Context::default(), t(0));
@@ -110,7 +110,7 @@ fn a_configured_grant_rule_gives_one_retry_for_the_evidence_it_names() {
         "[[grants]]\nid = \"frob\"\ntool = \"frobnicator\"\nerror = \"declined\"\nreason = \"it declines while warming up\"\n",
     )))
     .unwrap();
-    let mut h = Hinter::new(table, HinterOptions { seed: 1 });
+    let mut h = Recovery::new(table, RecoveryOptions { seed: 1 });
     let f = failure(r#"{"message": "the frobnicator declined"}"#);
     let ctx = Context {
         tool: Some("frobnicator".into()),
@@ -130,7 +130,7 @@ fn a_configured_grant_rule_gives_one_retry_for_the_evidence_it_names() {
 
 #[test]
 fn not_retryable_skips_the_retry_strategies() {
-    let mut h = hinter();
+    let mut h = recovery();
     let got = actions(
         &mut h,
         "t",
@@ -142,7 +142,7 @@ fn not_retryable_skips_the_retry_strategies() {
 
 #[test]
 fn a_rate_limit_waits_at_least_the_servers_hint() {
-    let mut h = hinter();
+    let mut h = recovery();
     let f = failure(r#"{"http_status": 429, "headers": {"retry-after": "7"}}"#);
     let step = h.next("t", &f, &Context::default(), t(0));
     assert_eq!(step.action, Action::Wait);
@@ -156,7 +156,7 @@ fn a_rate_limit_waits_at_least_the_servers_hint() {
 
 #[test]
 fn a_hint_longer_than_the_longest_wait_defers_or_escalates() {
-    let mut h = hinter();
+    let mut h = recovery();
     let f = failure(r#"{"http_status": 429, "headers": {"retry-after": "3600"}}"#);
     let step = h.next("t", &f, &Context::default(), t(0));
     assert_eq!(step.action, Action::Wait);
@@ -171,7 +171,7 @@ fn a_hint_longer_than_the_longest_wait_defers_or_escalates() {
     );
 
     let table = StrategyTable::load(Some(("m", "[limits]\nlong_wait = \"escalate\"\n"))).unwrap();
-    let mut h = Hinter::new(table, HinterOptions { seed: 1 });
+    let mut h = Recovery::new(table, RecoveryOptions { seed: 1 });
     let step = h.next("t", &f, &Context::default(), t(0));
     assert_eq!(step.action, Action::Escalate);
     assert!(step.defer_until.is_none());
@@ -179,7 +179,7 @@ fn a_hint_longer_than_the_longest_wait_defers_or_escalates() {
 
 #[test]
 fn peek_does_not_consume_and_reset_forgets() {
-    let mut h = hinter();
+    let mut h = recovery();
     let f = failure(r#"{"http_status": 503}"#);
     let ctx = Context::default();
     let peeked = h.peek("t", &f, &ctx, t(0));
@@ -196,7 +196,7 @@ fn peek_does_not_consume_and_reset_forgets() {
 
 #[test]
 fn classes_have_their_own_limits_and_the_task_has_one_across_them() {
-    let mut h = hinter();
+    let mut h = recovery();
     let transient = failure(r#"{"http_status": 503}"#);
     let invalid = failure(r#"{"http_status": 400}"#);
     for _ in 0..5 {
@@ -209,7 +209,7 @@ fn classes_have_their_own_limits_and_the_task_has_one_across_them() {
     );
 
     let table = StrategyTable::load(Some(("m", "[limits]\ntask_max_attempts = 3\n"))).unwrap();
-    let mut h = Hinter::new(table, HinterOptions { seed: 1 });
+    let mut h = Recovery::new(table, RecoveryOptions { seed: 1 });
     let steps: Vec<_> = (0..4)
         .map(|i| {
             let f = if i % 2 == 0 { &transient } else { &invalid };
@@ -227,7 +227,7 @@ fn classes_have_their_own_limits_and_the_task_has_one_across_them() {
 
 #[test]
 fn an_open_breaker_turns_a_retry_into_a_fallback_or_a_wait() {
-    let mut h = hinter();
+    let mut h = recovery();
     let f = failure(r#"{"http_status": 503}"#);
     // Ten failures of one tool across tasks open its breaker (rate 1.0 over 10 calls).
     for i in 0..10 {
@@ -248,7 +248,7 @@ fn an_open_breaker_turns_a_retry_into_a_fallback_or_a_wait() {
         Class::Transient,
         table.strategies(Class::Transient)[..1].to_vec(),
     );
-    let mut h = Hinter::new(table, HinterOptions { seed: 1 });
+    let mut h = Recovery::new(table, RecoveryOptions { seed: 1 });
     for i in 0..10 {
         h.record_failure("db", Class::Transient, t(i));
     }
@@ -261,7 +261,7 @@ fn an_open_breaker_turns_a_retry_into_a_fallback_or_a_wait() {
 
 #[test]
 fn invalid_input_and_policy_denials_do_not_trip_the_breaker() {
-    let mut h = hinter();
+    let mut h = recovery();
     for (i, json) in [r#"{"http_status": 400}"#, r#"{"http_status": 451}"#]
         .iter()
         .cycle()
@@ -285,7 +285,7 @@ fn an_empty_retry_budget_means_no_retry() {
         "[budget]\nratio = 0.0\nmin_per_sec = 0.0\ncapacity = 2.0\n[breaker]\nmin_calls = 1000\nwindow = 1000\n",
     )))
     .unwrap();
-    let mut h = Hinter::new(table, HinterOptions { seed: 1 });
+    let mut h = Recovery::new(table, RecoveryOptions { seed: 1 });
     let f = failure(r#"{"http_status": 503}"#);
     let got: Vec<Action> = (0..4)
         .map(|i| h.next(&format!("t{i}"), &f, &on("api"), t(0)).action)
@@ -298,7 +298,7 @@ fn an_empty_retry_budget_means_no_retry() {
 
 #[test]
 fn hints_are_filled_from_the_context() {
-    let mut h = hinter();
+    let mut h = recovery();
     let ctx = Context {
         tool: Some("web_search".into()),
         operation: Some("search news".into()),
@@ -317,7 +317,7 @@ fn hints_are_filled_from_the_context() {
 
 #[test]
 fn after_a_policy_denial_the_task_stops_whatever_it_tries_next() {
-    let mut h = hinter();
+    let mut h = recovery();
     let denial = failure(r#"{"message": "blocked by sandbox policy"}"#);
     assert_eq!(
         h.next("t", &denial, &on("shell"), t(0)).action,
@@ -351,7 +351,7 @@ fn after_a_policy_denial_the_task_stops_whatever_it_tries_next() {
 
 #[test]
 fn a_request_for_a_fallback_after_a_policy_denial_is_refused() {
-    let mut h = hinter();
+    let mut h = recovery();
     let denial = failure(r#"{"http_status": 451}"#);
     let ctx = Context {
         request: Some(Action::FallbackTool),
@@ -375,7 +375,7 @@ fn a_request_for_a_fallback_after_a_policy_denial_is_refused() {
 
 #[test]
 fn the_attempts_a_step_shows_are_the_attempts_it_used() {
-    let mut h = hinter();
+    let mut h = recovery();
     let f = failure(r#"{"http_status": 503}"#);
     for i in 0..10 {
         h.record_failure("search", f.class, t(i));
@@ -396,7 +396,7 @@ fn the_attempts_a_step_shows_are_the_attempts_it_used() {
 
 #[test]
 fn a_task_success_resets_its_counters_but_never_lifts_a_policy_stop() {
-    let mut h = hinter();
+    let mut h = recovery();
     let transient = failure(r#"{"http_status": 503}"#);
     let ctx = Context::default();
     h.next("t", &transient, &ctx, t(0));
@@ -432,7 +432,7 @@ fn a_fallback_step_names_the_next_tool_of_the_chain_and_a_spent_chain_escalates(
         "[tools.search]\nfallbacks = [\"search-b\", \"search-c\"]\n",
     )))
     .unwrap();
-    let mut h = Hinter::new(table, HinterOptions { seed: 1 });
+    let mut h = Recovery::new(table, RecoveryOptions { seed: 1 });
     let missing = failure(r#"{"http_status": 501}"#);
     let first = h.next("t1", &missing, &on("search"), t(0));
     assert_eq!(

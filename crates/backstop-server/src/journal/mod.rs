@@ -1,5 +1,5 @@
 //! The call journal: the call-level events every server on a ledger shares, and how they
-//! turn into a hinter's state. A server's ledger thread follows it (see `queue`); the CLI
+//! turn into a recovery's state. A server's ledger thread follows it (see `queue`); the CLI
 //! replays it to show or reset a task.
 //!
 //! - `event`: the events, one variant per kind, and their stored form
@@ -7,7 +7,7 @@
 use std::num::NonZeroUsize;
 
 use backstop_core::recover::strategy::StrategyTable;
-use backstop_core::recover::{Hinter, HinterOptions, Step};
+use backstop_core::recover::{Recovery, RecoveryOptions, Step};
 use backstop_store::{CallEvent, Store, StoreError};
 use jiff::{SignedDuration, Timestamp};
 use lru::LruCache;
@@ -17,10 +17,10 @@ mod event;
 pub(crate) use event::redacted;
 pub use event::{Event, FailureEvent, IdempotencyMark};
 
-/// The hinter's jitter seed: fixed, so every process replaying the journal gets the same delays.
+/// The recovery's jitter seed: fixed, so every process replaying the journal gets the same delays.
 pub const HINTER_SEED: u64 = 0x6261_636b_7374_6f70;
 
-/// How far back the call journal is replayed into a hinter at start.
+/// How far back the call journal is replayed into a recovery at start.
 pub const REPLAY_WINDOW: SignedDuration = SignedDuration::from_hours(24);
 
 /// How long an idempotency key is remembered.
@@ -37,11 +37,11 @@ struct Remembered {
     at: Timestamp,
 }
 
-/// The call-level state the journal builds: the hinter, and the steps idempotency keys got.
+/// The call-level state the journal builds: the recovery, and the steps idempotency keys got.
 #[derive(Debug)]
 pub struct CallState {
     /// Task counters, tool breakers and budgets.
-    pub hinter: Hinter,
+    pub recovery: Recovery,
     idempotent: LruCache<String, Remembered>,
     /// Tasks that escalated since their last reset: their review item is open (or was resolved
     /// without a reset), so a further escalation opens none.
@@ -70,9 +70,9 @@ pub enum Applied {
 
 impl CallState {
     /// A state with nothing applied.
-    pub fn new(hinter: Hinter) -> CallState {
+    pub fn new(recovery: Recovery) -> CallState {
         CallState {
-            hinter,
+            recovery,
             idempotent: LruCache::new(
                 NonZeroUsize::new(IDEMPOTENCY_KEYS).unwrap_or(NonZeroUsize::MIN),
             ),
@@ -96,16 +96,16 @@ impl CallState {
         match event {
             Event::Failure(failure) => return self.count_failure(*failure, subject, at),
             Event::Strategies { files } => self.use_strategies(&files),
-            Event::Success { .. } => self.hinter.record_success(subject, at),
-            Event::ToolFailure { class } => self.hinter.record_failure(subject, class, at),
-            Event::Grant { .. } => self.hinter.grant(subject),
+            Event::Success { .. } => self.recovery.record_success(subject, at),
+            Event::ToolFailure { class } => self.recovery.record_failure(subject, class, at),
+            Event::Grant { .. } => self.recovery.grant(subject),
             Event::TaskSuccess {} | Event::TaskReset { .. } => {
                 self.escalated.pop(subject);
-                self.hinter.record_task_success(subject);
+                self.recovery.record_task_success(subject);
             }
             Event::TaskResetAll { .. } => {
                 self.escalated.pop(subject);
-                self.hinter.reset(subject);
+                self.recovery.reset(subject);
             }
         }
         Applied::Nothing
@@ -124,7 +124,7 @@ impl CallState {
             };
         }
         let step = self
-            .hinter
+            .recovery
             .next(task, &failure.classification, &failure.context, at);
         if let Some(mark) = failure.idempotency {
             self.idempotent.put(
@@ -150,7 +150,7 @@ impl CallState {
     /// the journal, every process uses them.
     fn use_strategies(&mut self, files: &[(String, String)]) {
         match crate::catalog::strategy_table(files) {
-            Ok(table) => self.hinter.set_table(table),
+            Ok(table) => self.recovery.set_table(table),
             Err(issues) => {
                 let listed: Vec<String> = issues.iter().map(ToString::to_string).collect();
                 tracing::error!(issues = %listed.join("; "), "journaled strategies refused; the ones in use stay");
@@ -174,19 +174,19 @@ pub fn replay(
     table: StrategyTable,
     now: Timestamp,
 ) -> Result<(CallState, i64), StoreError> {
-    let mut state = CallState::new(Hinter::new(table, HinterOptions { seed: HINTER_SEED }));
+    let mut state = CallState::new(Recovery::new(table, RecoveryOptions { seed: HINTER_SEED }));
     let (entries, position) = store.events_since(now - REPLAY_WINDOW)?;
     for entry in &entries {
         state.apply(&entry.event);
     }
     tracing::info!(
         events = entries.len(),
-        "call journal replayed into the hinter"
+        "call journal replayed into the recovery"
     );
     Ok((state, position))
 }
 
-/// The hinter's key for a caller's task.
+/// The recovery's key for a caller's task.
 pub fn task_key(caller: &str, task: &str) -> String {
     format!("{caller}\u{1f}{task}")
 }
@@ -219,11 +219,11 @@ mod tests {
 
     #[test]
     fn a_journal_stored_before_the_enum_replays() {
-        let options = HinterOptions { seed: HINTER_SEED };
-        let mut calls = CallState::new(Hinter::new(StrategyTable::builtin(), options));
+        let options = RecoveryOptions { seed: HINTER_SEED };
+        let mut calls = CallState::new(Recovery::new(StrategyTable::builtin(), options));
         let task = |name: &str| task_key("research-agent", name);
         let view =
-            |calls: &CallState, name: &str| calls.hinter.task_view(&task(name), stored(0).at);
+            |calls: &CallState, name: &str| calls.recovery.task_view(&task(name), stored(0).at);
         let mut first_step = None;
         for (n, (kind, _, _)) in STORED.iter().enumerate() {
             let applied = calls.apply(&stored(n));
@@ -256,7 +256,7 @@ mod tests {
             }
         }
         // One failure, one success and two failures reported for the tool.
-        let (breaker, _) = calls.hinter.tool_views("search", stored(16).at).unwrap();
+        let (breaker, _) = calls.recovery.tool_views("search", stored(16).at).unwrap();
         assert_eq!((breaker.calls, breaker.failures), (4, 3));
         // The first failure's idempotency key is remembered: a resend gets its step.
         let resend = CallEvent {
@@ -280,8 +280,8 @@ mod tests {
 
     #[test]
     fn an_unreadable_event_is_skipped_and_changes_nothing() {
-        let options = HinterOptions { seed: HINTER_SEED };
-        let mut calls = CallState::new(Hinter::new(StrategyTable::builtin(), options));
+        let options = RecoveryOptions { seed: HINTER_SEED };
+        let mut calls = CallState::new(Recovery::new(StrategyTable::builtin(), options));
         for (kind, body) in [("meteor", "{}"), ("failure", "{}"), ("grant", "")] {
             let event = CallEvent {
                 kind: kind.to_owned(),
@@ -291,7 +291,7 @@ mod tests {
             assert_eq!(calls.apply(&event), Applied::Nothing);
         }
         let view = calls
-            .hinter
+            .recovery
             .task_view(&task_key("research-agent", "t1"), stored(8).at);
         assert_eq!((view.task_used, view.operator_grants), (0, 0));
     }

@@ -63,15 +63,15 @@ pub async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
     let now = Timestamp::now();
     let breakers: Vec<(String, &str)> = {
         let calls = state
-            .hinter
+            .recovery
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let hinter = &calls.hinter;
-        hinter
+        let recovery = &calls.recovery;
+        recovery
             .tool_names()
             .into_iter()
             .filter_map(|tool| {
-                let (breaker, _) = hinter.tool_views(&tool, now)?;
+                let (breaker, _) = recovery.tool_views(&tool, now)?;
                 Some((tool, breaker.state.as_str()))
             })
             .collect()

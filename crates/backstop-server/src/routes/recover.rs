@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use backstop_core::classify::classify;
 use backstop_core::recover::breaker::BreakerView;
 use backstop_core::recover::budget::BudgetView;
-use backstop_core::recover::{Context, Hinter, Step};
+use backstop_core::recover::{Context, Recovery, Step};
 use backstop_core::{Class, Issue, Report};
 use jiff::Timestamp;
 use serde::Deserialize;
@@ -283,7 +283,7 @@ pub async fn outcomes(
         let event = Event::TaskSuccess {};
         state.attempts.journal(event.to_stored(now, task)).await?;
     }
-    let view = tool_view(&lock(&state).hinter, &body.tool, now);
+    let view = tool_view(&lock(&state).recovery, &body.tool, now);
     Ok(Json(view))
 }
 
@@ -298,11 +298,11 @@ pub async fn tools(
     state.attempts.catch_up().await?;
     let now = Timestamp::now();
     let calls = lock(&state);
-    let hinter = &calls.hinter;
-    let tools = hinter
+    let recovery = &calls.recovery;
+    let tools = recovery
         .tool_names()
         .iter()
-        .map(|tool| tool_view(hinter, tool, now))
+        .map(|tool| tool_view(recovery, tool, now))
         .collect();
     Ok(Json(ToolList { tools }))
 }
@@ -377,8 +377,8 @@ pub async fn grants(
     }))
 }
 
-pub(crate) fn tool_view(hinter: &Hinter, tool: &str, now: Timestamp) -> ToolView {
-    let (breaker, budget) = hinter.tool_views(tool, now).unzip();
+pub(crate) fn tool_view(recovery: &Recovery, tool: &str, now: Timestamp) -> ToolView {
+    let (breaker, budget) = recovery.tool_views(tool, now).unzip();
     ToolView {
         tool: tool.to_owned(),
         breaker,
@@ -388,7 +388,7 @@ pub(crate) fn tool_view(hinter: &Hinter, tool: &str, now: Timestamp) -> ToolView
 
 pub(crate) fn lock(state: &AppState) -> std::sync::MutexGuard<'_, CallState> {
     state
-        .hinter
+        .recovery
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

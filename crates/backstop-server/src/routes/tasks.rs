@@ -10,7 +10,7 @@ use axum::Json;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use backstop_core::Issue;
-use backstop_core::recover::hinter::TaskView;
+use backstop_core::recover::recovery::TaskView;
 use jiff::Timestamp;
 use serde::Deserialize;
 
@@ -58,7 +58,7 @@ pub async fn show(
     let (task, owner) = whose(task, query, &caller)?;
     state.attempts.catch_up().await?;
     let view = lock(&state)
-        .hinter
+        .recovery
         .task_view(&task_key(&owner, &task), Timestamp::now());
     Ok(Json(TaskAnswer {
         task,
@@ -83,7 +83,7 @@ pub async fn reset(
     let key = task_key(&owner, &task);
     state.attempts.catch_up().await?;
     let stopped = lock(&state)
-        .hinter
+        .recovery
         .task_view(&key, Timestamp::now())
         .stopped_by
         .is_some();
@@ -98,7 +98,7 @@ pub async fn reset(
     };
     let stored = event.to_stored(Timestamp::now(), key.clone());
     state.attempts.journal(stored).await?;
-    let view = lock(&state).hinter.task_view(&key, Timestamp::now());
+    let view = lock(&state).recovery.task_view(&key, Timestamp::now());
     Ok(Json(TaskAnswer {
         task,
         caller: owner,

@@ -423,13 +423,13 @@ async fn fleet_page(State(state): State<Arc<AppState>>, headers: HeaderMap) -> R
     let mut fleet = fleet::Fleet::default();
     {
         let calls = crate::routes::recover::lock(&state);
-        let hinter = &calls.hinter;
-        fleet.tools = hinter
+        let recovery = &calls.recovery;
+        fleet.tools = recovery
             .tool_names()
             .iter()
-            .map(|tool| crate::routes::recover::tool_view(hinter, tool, now))
+            .map(|tool| crate::routes::recover::tool_view(recovery, tool, now))
             .collect();
-        fleet.stopped = hinter
+        fleet.stopped = recovery
             .stopped_tasks()
             .into_iter()
             .map(|(key, why)| {

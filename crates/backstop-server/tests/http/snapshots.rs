@@ -4,7 +4,7 @@
 //!
 //! What varies from run to run is filtered out: timestamps (`[time]`), the retry budget's
 //! tokens (they refill with the clock: `[tokens]`) and ledger row ids (`[id]`). Delays stay: the
-//! hinter's jitter has a fixed seed (`journal::HINTER_SEED`), so a delay that changes is a
+//! recovery's jitter has a fixed seed (`journal::HINTER_SEED`), so a delay that changes is a
 //! change of contract. Content-derived keys (`dk_…`, excerpt hashes) stay for the same reason.
 //! No body here carries a port, a temporary path, a key or an excerpt's text.
 

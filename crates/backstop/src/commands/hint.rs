@@ -3,7 +3,7 @@
 use std::io::{self, BufRead, Write};
 
 use backstop_core::classify::classify;
-use backstop_core::recover::{Context, Hinter, HinterOptions};
+use backstop_core::recover::{Context, Recovery, RecoveryOptions};
 use backstop_core::{Issue, Report, input};
 use jiff::Timestamp;
 use serde::Deserialize;
@@ -33,14 +33,14 @@ pub fn run(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> io::Result<u8> {
-    let mut hinter = Hinter::new(
+    let mut recovery = Recovery::new(
         settings.table.clone(),
-        HinterOptions {
+        RecoveryOptions {
             seed: settings.seed,
         },
     );
     let report = match &settings.source {
-        ReportSource::Lines => return stream(settings, &mut hinter, input, out),
+        ReportSource::Lines => return stream(settings, &mut recovery, input, out),
         ReportSource::Flags(report) => (**report).clone(),
         ReportSource::Stdin => {
             let mut text = String::new();
@@ -73,7 +73,7 @@ pub fn run(
     };
     let ctx = context_of(&report, None);
     let failure = classify(&settings.rules, &report, settings.now);
-    let step = hinter.next(&settings.task, &failure, &ctx, settings.now);
+    let step = recovery.next(&settings.task, &failure, &ctx, settings.now);
     match settings.output {
         OutputMode::Json => output::json_line(out, &step)?,
         OutputMode::Human => output::step_human(out, &step)?,
@@ -95,7 +95,7 @@ fn context_of(report: &Report, given: Option<Context>) -> Context {
 /// One step per line, counters carried from line to line.
 fn stream(
     settings: &HintSettings,
-    hinter: &mut Hinter,
+    recovery: &mut Recovery,
     input: &mut impl BufRead,
     out: &mut impl Write,
 ) -> io::Result<u8> {
@@ -113,7 +113,7 @@ fn stream(
         match parse_line(settings, &line) {
             Ok((task, report, at, context)) => {
                 let failure = classify(&settings.rules, &report, at);
-                let step = hinter.next(&task, &failure, &context_of(&report, context), at);
+                let step = recovery.next(&task, &failure, &context_of(&report, context), at);
                 output::json_line(out, &step)?;
             }
             Err(issues) => {

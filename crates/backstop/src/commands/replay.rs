@@ -4,7 +4,7 @@ use std::io::{self, Write};
 
 use backstop_core::recover::replay::{ReplayLine, ReplayTotals, parse_trace, replay};
 use backstop_core::recover::strategy::human_ms;
-use backstop_core::recover::{Hinter, HinterOptions};
+use backstop_core::recover::{Recovery, RecoveryOptions};
 use serde_json::json;
 
 use super::{EXIT_BAD_INPUT, EXIT_OK};
@@ -26,13 +26,13 @@ pub fn run(settings: ReplaySettings, out: &mut impl Write, err: &mut impl Write)
             return Ok(EXIT_BAD_INPUT);
         }
     };
-    let mut hinter = Hinter::new(
+    let mut recovery = Recovery::new(
         settings.table,
-        HinterOptions {
+        RecoveryOptions {
             seed: settings.seed,
         },
     );
-    let (lines, totals) = replay(&settings.rules, &mut hinter, &events);
+    let (lines, totals) = replay(&settings.rules, &mut recovery, &events);
     match settings.output {
         OutputMode::Json => output::json_line(out, &json!({"steps": lines, "totals": totals}))?,
         OutputMode::Human => human(out, &lines, &totals)?,

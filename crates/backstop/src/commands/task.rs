@@ -60,7 +60,7 @@ fn run(args: &TaskArgs, reset: bool, out: &mut impl Write, err: &mut impl Write)
     let answer = TaskAnswer {
         task: args.task.clone(),
         caller: args.caller.clone(),
-        view: calls.hinter.task_view(&key, now),
+        view: calls.recovery.task_view(&key, now),
     };
     serde_json::to_writer_pretty(&mut *out, &answer)?;
     writeln!(out)?;

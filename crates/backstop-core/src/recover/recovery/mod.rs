@@ -1,4 +1,4 @@
-//! The hinter: per-task attempt counters and per-tool health, turned into the next step.
+//! [`Recovery`]: per-task attempt counters and per-tool health, turned into the next step.
 //!
 //! `next` consumes an attempt, `peek` answers the same question without changing anything,
 //! `reset` forgets a task. Task counters live in a bounded LRU (1,024 tasks by default); tool
@@ -138,28 +138,28 @@ impl ToolHealth {
     }
 }
 
-/// Settings of a hinter beyond its table.
+/// Settings of a recovery beyond its table.
 #[derive(Debug, Clone, Copy)]
-pub struct HinterOptions {
+pub struct RecoveryOptions {
     /// The seed of all jitter.
     pub seed: u64,
 }
 
 /// Per-task counters and per-tool health, and the table that turns them into steps.
 #[derive(Debug)]
-pub struct Hinter {
+pub struct Recovery {
     table: StrategyTable,
     tasks: LruCache<String, TaskState>,
     tools: LruCache<String, ToolHealth>,
     seed: u64,
 }
 
-impl Hinter {
-    /// A hinter over a table. The task bound is the table's `limits.tasks` (never 0: the table
+impl Recovery {
+    /// A recovery over a table. The task bound is the table's `limits.tasks` (never 0: the table
     /// refuses it).
-    pub fn new(table: StrategyTable, options: HinterOptions) -> Hinter {
+    pub fn new(table: StrategyTable, options: RecoveryOptions) -> Recovery {
         let bound = NonZeroUsize::new(table.limits.tasks).unwrap_or(NonZeroUsize::MIN);
-        Hinter {
+        Recovery {
             table,
             tasks: LruCache::new(bound),
             tools: LruCache::new(NonZeroUsize::new(MAX_TOOLS).unwrap_or(NonZeroUsize::MIN)),

@@ -5,7 +5,7 @@
 use jiff::Timestamp;
 use serde::Serialize;
 
-use super::{Context, Hinter, Step, class_index};
+use super::{Context, Recovery, Step, class_index};
 use crate::class::{ALL_CLASSES, Class};
 use crate::classify::Classification;
 use crate::recover::breaker::BreakerView;
@@ -67,7 +67,7 @@ pub struct NextStep {
     pub step: Step,
 }
 
-impl Hinter {
+impl Recovery {
     /// The task as it stands (a task with no counters — never failed, reset, or forgotten by
     /// the bound — shows none).
     pub fn task_view(&self, task: &str, now: Timestamp) -> TaskView {

@@ -1,5 +1,5 @@
 //! Planning one step: the strategy table, the task's counters and the tool's health, turned
-//! into what the agent does next. `Hinter::next` commits what the plan used.
+//! into what the agent does next. `Recovery::next` commits what the plan used.
 
 use std::sync::LazyLock;
 
