@@ -4,13 +4,19 @@
 # binary, stdin to stdout. Prints lines per second for the best of several runs.
 #
 # Usage: bench/classify-jsonl.sh [LINES] [RUNS]     (defaults: 300000 lines, 5 runs)
+# BACKSTOP_BIN=path measures that binary instead of building target/release/backstop (to
+# compare two builds on the same input).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 lines=${1:-300000}
 runs=${2:-5}
 
-cargo build --release -q -p backstop
-bin=target/release/backstop
+if [ -n "${BACKSTOP_BIN:-}" ]; then
+  bin=$BACKSTOP_BIN
+else
+  cargo build --release -q -p backstop
+  bin=target/release/backstop
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::cli::{Cli, Command, RulesCommand};
+use crate::settings::ReportSource;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -37,6 +38,16 @@ fn main() -> ExitCode {
             ExitCode::from(commands::EXIT_ISSUES)
         }
     }
+}
+
+/// Stdin for a command that takes its report there: on a terminal, it first says it is
+/// reading, so a person is not left at a silent prompt.
+fn stdin_for(source: &ReportSource, err: &mut impl Write) -> io::Result<io::StdinLock<'static>> {
+    let stdin = io::stdin();
+    if let Some(notice) = output::stdin_notice(source, stdin.is_terminal()) {
+        writeln!(err, "{notice}")?;
+    }
+    Ok(stdin.lock())
 }
 
 #[allow(
@@ -69,7 +80,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         Command::Classify(args) => match settings::resolve_classify(&args) {
             Ok(settings) => {
-                let mut input = io::stdin().lock();
+                let mut input = stdin_for(&settings.source, &mut err)?;
                 commands::classify::run(settings, &mut input, &mut out, &mut err)?
             }
             Err(issues) => {
@@ -79,7 +90,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         },
         Command::Hint(args) => match settings::resolve_hint(&args) {
             Ok(settings) => {
-                let mut input = io::stdin().lock();
+                let mut input = stdin_for(&settings.source, &mut err)?;
                 commands::hint::run(&settings, &mut input, &mut out, &mut err)?
             }
             Err(issues) => {

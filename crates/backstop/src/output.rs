@@ -12,7 +12,7 @@ use backstop_core::{Classification, Issue};
 use jiff::Timestamp;
 
 use crate::commands::{EXIT_BAD_INPUT, EXIT_REFUSED};
-use crate::settings::OutputMode;
+use crate::settings::{OutputMode, ReportSource};
 use serde_json::json;
 
 mod ledger;
@@ -168,6 +168,21 @@ pub fn age(at: Timestamp, now: Timestamp) -> String {
     }
 }
 
+/// What to say before waiting on stdin for a report: something only when stdin is a terminal
+/// and the report comes from there (not from flags).
+pub fn stdin_notice(source: &ReportSource, terminal: bool) -> Option<&'static str> {
+    match (source, terminal) {
+        (ReportSource::Stdin, true) => Some(
+            "backstop: reading one JSON report from stdin (end it with Ctrl-D), or give report \
+             flags instead: see --help",
+        ),
+        (ReportSource::Lines, true) => {
+            Some("backstop: reading JSON reports from stdin, one per line (end with Ctrl-D)")
+        }
+        _ => None,
+    }
+}
+
 /// Writes a step for a person.
 pub fn step_human(out: &mut impl Write, step: &Step) -> io::Result<()> {
     let when = match (step.defer_until, step.delay_ms) {
@@ -275,4 +290,27 @@ pub fn brief_human(out: &mut impl Write, brief: &backstop_core::pack::JobBrief) 
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stdin_is_announced_only_on_a_terminal_and_only_when_it_is_read() {
+        let notice = stdin_notice(&ReportSource::Stdin, true).unwrap();
+        assert!(
+            notice.contains("reading one JSON report from stdin"),
+            "{notice}"
+        );
+        assert!(
+            stdin_notice(&ReportSource::Lines, true)
+                .unwrap()
+                .contains("one per line")
+        );
+        assert_eq!(stdin_notice(&ReportSource::Stdin, false), None);
+        assert_eq!(stdin_notice(&ReportSource::Lines, false), None);
+        let flags = ReportSource::Flags(Box::default());
+        assert_eq!(stdin_notice(&flags, true), None);
+    }
 }

@@ -29,8 +29,8 @@ nothing left. Open review items and their cases are kept.
 
 Exit codes:
   0  done; the counts are printed as JSON
-  1  the ledger could not be opened (none at --db), or written
-  2  bad flags";
+  1  the ledger could not be opened or written
+  2  bad flags, or no ledger at --db (never created here)";
 
 pub const CASES_SHOW_HELP: &str = "\
 Example:
@@ -43,8 +43,8 @@ it. The ledger must exist: a --db path with no ledger is refused, never created.
 
 Exit codes:
   0  the case was printed
-  1  the ledger could not be opened (none at --db) or read
-  2  bad flags
+  1  the ledger could not be opened or read
+  2  bad flags, or no ledger at --db (never created here)
   3  no such case (a refusal is printed)";
 
 pub const REVIEW_LIST_HELP: &str = "\
@@ -58,8 +58,8 @@ The ledger must exist: a --db path with no ledger is refused, never created.
 
 Exit codes:
   0  the items were printed (none is not an error)
-  1  the ledger could not be opened (none at --db) or read
-  2  bad flags";
+  1  the ledger could not be opened or read
+  2  bad flags, or no ledger at --db (never created here)";
 
 pub const REVIEW_SHOW_HELP: &str = "\
 Examples:
@@ -73,8 +73,8 @@ the item as `review resolve` prints it.
 
 Exit codes:
   0  the item was printed
-  1  the ledger could not be opened (none at --db) or read
-  2  bad flags
+  1  the ledger could not be opened or read
+  2  bad flags, or no ledger at --db (never created here)
   3  no such item (a refusal is printed)";
 
 pub const REVIEW_RESOLVE_HELP: &str = "\
@@ -89,8 +89,8 @@ decision outcomes (the pack is found by job in --packs) or `handoff`; a task's e
 
 Exit codes:
   0  resolved; the item is printed
-  1  the ledger could not be opened (none at --db), read or written
-  2  bad flags, a decision the item does not take (the allowed ones are listed), or no pack
+  1  the ledger could not be opened, read or written
+  2  no ledger at --db (never created here), bad flags, a decision the item does not take (the allowed ones are listed), or no pack
      for a case's job in --packs; every issue is listed and nothing is written
   3  no such item, or already resolved (a refusal is printed)";
 
@@ -142,13 +142,17 @@ pub struct CasesShowArgs {
     /// The job.
     #[arg(long)]
     pub job: String,
-    /// The case id, as results return it in `case.id`; with `--pack`, an id-mode subject is
-    /// normalized first (`Northwind.com` finds `northwind.com`).
+    /// The case id, as results return it in `case.id`; when the job's pack is found (--pack,
+    /// or by job in --packs), an id-mode subject is normalized first (`Northwind.com` finds
+    /// `northwind.com`); when it is not, a note on stderr says the id is looked up as given.
     #[arg(long = "case", value_name = "ID")]
     pub case_id: String,
-    /// The job's pack, to normalize `--case` by its match rule.
-    #[arg(long, value_name = "FILE")]
+    /// The job's pack file, to normalize `--case` by its match rule (its job must be --job).
+    #[arg(long, value_name = "FILE", conflicts_with = "packs")]
     pub pack: Option<PathBuf>,
+    /// Pack files or folders where the job's pack is found by its job (default ./packs).
+    #[arg(long, value_name = "PATH")]
+    pub packs: Vec<PathBuf>,
     /// Whose case it is.
     #[arg(long, value_name = "NAME", default_value = "local")]
     pub caller: String,
@@ -277,8 +281,8 @@ server on the ledger applies, then prints the task.
 
 Exit codes:
   0  the task was printed
-  1  the ledger could not be opened (none at --db), read or written
-  2  bad flags; every issue is listed";
+  1  the ledger could not be opened, read or written
+  2  bad flags (every issue is listed), or no ledger at --db (never created here)";
 
 /// `backstop task ...`.
 #[derive(Debug, Subcommand)]

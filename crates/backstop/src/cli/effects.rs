@@ -26,9 +26,9 @@ for twice, it is permitted once.
 
 Exit codes:
   0  every recipient was answered (the answers are printed as JSON)
-  1  the ledger could not be opened or written (for `outcome` and `show`: none at --db; they
-     never create one)
-  2  bad flags, a bad pack or config; every issue is listed
+  1  the ledger could not be opened or written
+  2  bad flags, a bad pack or config (every issue is listed); for `outcome` and `show`, no
+     ledger at --db (they never create one)
   3  the request was refused (malformed, no [dispatch] table; the refusal is printed), or for
      `outcome` and `show`: no such dispatch, or a report that comes too late";
 
@@ -60,7 +60,7 @@ too. No attempt is used and nothing is ever dispatched again.
 Exit codes:
   0  the sweep ran; what it did is printed as JSON
   1  the ledger could not be opened, read or written
-  2  bad flags or a bad config; every issue is listed";
+  2  bad flags or a bad config (every issue is listed), or no ledger at --db";
 
 pub const DEMO_HELP: &str = "\
 Runs the purchase-order scenario end to end on a temporary ledger, with nothing to set up: one
@@ -100,8 +100,18 @@ pub struct DispatchArgs {
 #[derive(Debug, Subcommand)]
 pub enum DispatchCommand {
     /// Report whether a permitted dispatch went out: sent, failed or unknown.
+    #[command(after_help = "Exit codes:
+  0  the outcome was recorded (the dispatch is printed)
+  1  the ledger could not be opened or written
+  2  bad flags, or no ledger at --db (never created here)
+  3  no such dispatch, or a report that comes too late (the refusal is printed)")]
     Outcome(OutcomeArgs),
     /// Print a dispatch and the deliveries recorded for it.
+    #[command(after_help = "Exit codes:
+  0  the dispatch was printed
+  1  the ledger could not be opened or read
+  2  bad flags, or no ledger at --db (never created here)
+  3  no such dispatch (the refusal is printed)")]
     Show(ShowDispatchArgs),
 }
 

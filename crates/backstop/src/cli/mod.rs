@@ -23,12 +23,23 @@ pub use notify::{NotifyCommand, NotifyListArgs, NotifyStatusArg};
 pub use service::{ConfigCheckArgs, ConfigCommand, HashKeyArgs, McpArgs, ServeArgs};
 use service::{MCP_HELP, SERVE_HELP};
 
-/// Exit codes, the same for every command.
+/// Exit codes, the same meaning for every command; each command's --help lists its own.
 pub const EXIT_CODES: &str = "\
 Exit codes:
   0  done (for classify: a classification was printed, whatever its class)
-  1  the checked file has issues (rules check), or an I/O failure
-  2  bad input: a flag, a report or a rules file was refused; every issue is listed";
+  1  a checked file has issues (rules, strategies, pack, config check), or an I/O or ledger
+     failure
+  2  bad input: a flag, a report, or a file that is missing, unreadable or has issues (every
+     issue is listed); nothing was changed
+  3  the request was refused (decide, dispatch, key, cases show, review); the refusal is printed
+  4-8  backstop loop's own ends (see backstop loop --help)
+Each command's --help lists the codes it uses.";
+
+/// The exit codes a command group's --help gives (its subcommands list their own).
+const GROUP_EXIT_CODES: &str = "\
+Exit codes: each subcommand's --help lists its own; across them 0 is done, 1 a check that found
+issues or an I/O or ledger failure, 2 bad input (every issue listed; nothing changed), 3 a
+refusal (printed).";
 
 /// backstop: the retry-and-escalation authority for AI agents.
 ///
@@ -69,13 +80,13 @@ pub enum Command {
     #[command(after_help = MCP_HELP)]
     Mcp(McpArgs),
     /// Work with the service's config file.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = GROUP_EXIT_CODES)]
     Config(ConfigCommand),
     /// Classify a failed call: one report from flags or stdin, or a JSON Lines stream.
     #[command(after_help = CLASSIFY_HELP)]
     Classify(Box<ClassifyArgs>),
     /// Work with classifier rule files.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = GROUP_EXIT_CODES)]
     Rules(RulesCommand),
     /// The next step after a failed call: classify it, count the attempt, answer what to do.
     #[command(after_help = HINT_HELP)]
@@ -84,7 +95,7 @@ pub enum Command {
     #[command(after_help = REPLAY_HELP)]
     Replay(ReplayArgs),
     /// Work with recovery strategy files.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = GROUP_EXIT_CODES)]
     Strategies(StrategiesCommand),
     /// Keep working until the tests pass: run an attempt, then the tests; stop early when another
     /// attempt is not worth it.
@@ -96,26 +107,26 @@ pub enum Command {
     )]
     Loop(LoopArgs),
     /// Simulate many clients retrying against one resource, to compare backoff kinds.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = GROUP_EXIT_CODES)]
     Simulate(SimulateCommand),
     /// Work with pack files: the policy for one job.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = GROUP_EXIT_CODES)]
     Pack(PackCommand),
     /// Ask for a decision on a case: a request read from stdin, judged against a pack, counted
     /// on the ledger.
     #[command(after_help = DECIDE_HELP)]
     Decide(DecideArgs),
     /// Show what the ledger keeps of a case.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = GROUP_EXIT_CODES)]
     Cases(CasesCommand),
     /// Review items: held cases and escalated tasks waiting for a person.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = GROUP_EXIT_CODES)]
     Review(ReviewCommand),
     /// Notifications to people (`[[notify]]`): delivered, pending and failed.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = GROUP_EXIT_CODES)]
     Notify(NotifyCommand),
     /// A task's call-level state on the ledger: show it, or reset it.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = GROUP_EXIT_CODES)]
     Task(TaskCommand),
     /// Delete ledger records past retention (30 days by default).
     #[command(after_help = PURGE_HELP)]
@@ -257,6 +268,9 @@ pub struct LoopArgs {
 pub enum LoopCommand {
     /// From loop logs: the pass rate of the attempt after each score, and the threshold that
     /// would have saved the most attempts without stopping a run that later passed.
+    #[command(
+        after_help = "Exit codes:\n  0  the table was printed (with a recommended threshold or the reason for none)\n  2  a log could not be read, or a line is not a loop log line (every one is listed)"
+    )]
     Calibrate(CalibrateArgs),
 }
 
@@ -352,6 +366,7 @@ pub enum StrategiesCommand {
     )]
     Check(RulesCheckArgs),
     /// Print the built-in strategies (rules/strategies.toml).
+    #[command(after_help = PRINT_EXIT_CODES)]
     Show,
 }
 
@@ -477,6 +492,9 @@ pub enum OutputChoice {
     Json,
 }
 
+/// The exit codes of a command that prints what is built in.
+const PRINT_EXIT_CODES: &str = "Exit codes:\n  0  printed\n  1  an I/O failure (stdout closed)";
+
 /// `backstop rules ...`.
 #[derive(Debug, Subcommand)]
 pub enum RulesCommand {
@@ -487,6 +505,7 @@ pub enum RulesCommand {
     )]
     Check(RulesCheckArgs),
     /// Print the extractors (as comments) and the built-in rules (rules/default.toml).
+    #[command(after_help = PRINT_EXIT_CODES)]
     Show,
 }
 
@@ -591,4 +610,47 @@ pub struct SimulateBackoffArgs {
     pub seed: String,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    /// Every command's path and its `--help` text, groups and their subcommands alike.
+    fn every_help(command: &mut clap::Command, path: &str, out: &mut Vec<(String, String)>) {
+        let help = command.render_long_help().to_string();
+        out.push((path.to_owned(), help));
+        for sub in command.get_subcommands_mut() {
+            if sub.get_name() == "help" {
+                continue;
+            }
+            let path = format!("{path} {}", sub.get_name());
+            every_help(sub, &path, out);
+        }
+    }
+
+    #[test]
+    fn every_command_lists_its_exit_codes_in_its_help() {
+        let mut root = Cli::command();
+        root.build();
+        let mut helps = Vec::new();
+        every_help(&mut root, "backstop", &mut helps);
+        assert!(helps.len() > 40, "{} commands found", helps.len());
+        let missing: Vec<&str> = helps
+            .iter()
+            .filter(|(_, help)| !help.contains("Exit codes"))
+            .map(|(path, _)| path.as_str())
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "no exit codes in the help of: {missing:?}"
+        );
+        // The top-level list names every code a command uses.
+        let top = &helps[0].1;
+        for code in ["  0  ", "  1  ", "  2  ", "  3  ", "  4-8  "] {
+            assert!(top.contains(code), "backstop --help lacks {code:?}:\n{top}");
+        }
+    }
 }

@@ -20,8 +20,8 @@ The ledger must exist: a --db path with no ledger is refused, never created.
 
 Exit codes:
   0  the notifications were printed (none is not an error)
-  1  the ledger could not be opened (none at --db) or read
-  2  bad flags";
+  1  the ledger could not be opened or read
+  2  bad flags, or no ledger at --db (never created here)";
 
 /// `backstop notify ...`.
 #[derive(Debug, Subcommand)]

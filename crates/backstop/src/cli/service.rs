@@ -49,9 +49,15 @@ pub enum ConfigCommand {
     Check(ConfigCheckArgs),
     /// Print the hash of an API key, for a `[[keys]]` entry (the key itself is never stored);
     /// a key is at least 32 characters.
+    #[command(
+        after_help = "Exit codes:\n  0  the hash was printed\n  2  the key is shorter than 32 characters"
+    )]
     HashKey(HashKeyArgs),
     /// Make a new random API key: prints the key (give it to the caller) and its hash (put it
     /// in a `[[keys]]` entry).
+    #[command(
+        after_help = "Exit codes:\n  0  a key and its hash were printed\n  1  the system's random source could not be read"
+    )]
     NewKey,
 }
 

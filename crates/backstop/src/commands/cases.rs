@@ -2,6 +2,7 @@
 
 use backstop_core::case::RefusalCode;
 use std::io::{self, Read, Write};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use backstop_core::case::identity::normalize_subject;
@@ -11,7 +12,7 @@ use backstop_core::{Issue, input};
 use backstop_server::files::read_text;
 use backstop_store::{Location, Reply, Store, StoreError};
 
-use super::{EXIT_ISSUES, EXIT_OK, EXIT_REFUSED};
+use super::{EXIT_BAD_INPUT, EXIT_ISSUES, EXIT_OK, EXIT_REFUSED};
 use crate::cli::{CasesShowArgs, DecideArgs};
 use crate::output;
 use crate::settings::{OutputMode, resolve_now};
@@ -89,10 +90,25 @@ pub fn show(args: &CasesShowArgs, out: &mut impl Write, err: &mut impl Write) ->
     let mode = args.output.mode();
     let mut issues = Vec::new();
     check_caller(&args.caller, &mut issues);
-    let pack = args
-        .pack
-        .as_deref()
-        .and_then(|path| load_pack(path, &mut issues));
+    // Why the id is not normalized, when no pack for the job was found.
+    let mut unfound = None;
+    let pack = match &args.pack {
+        Some(path) => load_pack(path, &mut issues).inspect(|pack| {
+            if pack.job != args.job {
+                issues.push(Issue::new(
+                    format!("--pack {}", path.display()),
+                    "wrong_job",
+                    format!(
+                        "the pack is job `{}`'s, not `--job {}`'s",
+                        pack.job, args.job
+                    ),
+                ));
+            }
+        }),
+        None => job_pack(&args.job, &args.packs)
+            .map_err(|why| unfound = Some(why))
+            .ok(),
+    };
     if !issues.is_empty() {
         return output::refuse_command(mode, &issues, out, err);
     }
@@ -103,8 +119,9 @@ pub fn show(args: &CasesShowArgs, out: &mut impl Write, err: &mut impl Write) ->
         }
         _ => args.case_id.clone(),
     };
-    let Some(store) = open_existing(&args.db.db, "cases show", err)? else {
-        return Ok(EXIT_ISSUES);
+    let store = match open_existing(&args.db.db, "cases show", err)? {
+        Ok(store) => store,
+        Err(code) => return Ok(code),
     };
     match store.case(&args.caller, &args.job, &case_id) {
         Ok(Some(case)) => {
@@ -120,10 +137,16 @@ pub fn show(args: &CasesShowArgs, out: &mut impl Write, err: &mut impl Write) ->
         Ok(None) => {
             let refusal = Refusal::new(
                 RefusalCode::UnknownCase,
-                format!(
-                    "caller `{}` has no case `{case_id}` on job `{}`",
-                    args.caller, args.job
-                ),
+                match &unfound {
+                    None => format!(
+                        "caller `{}` has no case `{case_id}` on job `{}`",
+                        args.caller, args.job
+                    ),
+                    Some(why) => format!(
+                        "caller `{}` has no case `{case_id}` on job `{}` ({why})",
+                        args.caller, args.job
+                    ),
+                },
             );
             output::refuse_case(mode, &refusal, out, err)
         }
@@ -131,14 +154,40 @@ pub fn show(args: &CasesShowArgs, out: &mut impl Write, err: &mut impl Write) ->
     }
 }
 
-/// Opens a ledger that must exist, for `command`: a `SQLite` path with no file is refused
-/// (exit 1, on stderr) and never created, so a mistyped `--db` reads as what it is rather than
-/// as an empty ledger. A `postgres://` URL is opened as it is.
+/// The pack of `job` among `packs` (default ./packs), to normalize a case id by its match rule;
+/// when there is none, why (for the refusal, should the id as given find nothing).
+fn job_pack(job: &str, packs: &[PathBuf]) -> Result<Pack, String> {
+    let place = if packs.is_empty() {
+        "./packs".to_owned()
+    } else {
+        packs
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let why = match super::pack::packs_by_job(packs) {
+        Ok(found) => match found.get(job) {
+            Some(pack) => return Ok((**pack).clone()),
+            None => format!("no pack for job `{job}` in {place}"),
+        },
+        Err(issues) => format!("the packs in {place} have {} issue(s)", issues.len()),
+    };
+    Err(format!(
+        "{why}, so --case was looked up as given, not normalized by the pack's match rule (name \
+         the pack with --pack or --packs)"
+    ))
+}
+
+/// Opens a ledger that must exist, for `command`, or says why not and gives the exit code: a
+/// `SQLite` path with no file is a bad `--db` (exit 2, as a missing file is for every command)
+/// and is never created, so a mistyped `--db` reads as what it is rather than as an empty
+/// ledger; a ledger that cannot be opened is exit 1. A `postgres://` URL is opened as it is.
 pub fn open_existing(
     location: &Location,
     command: &str,
     err: &mut impl Write,
-) -> io::Result<Option<Box<dyn Store>>> {
+) -> io::Result<Result<Box<dyn Store>, u8>> {
     if !location.may_exist() {
         writeln!(
             err,
@@ -146,9 +195,9 @@ pub fn open_existing(
              ledger and never creates one (give the --db PATH `backstop serve` or `backstop \
              decide` writes, or a postgres:// URL)"
         )?;
-        return Ok(None);
+        return Ok(Err(EXIT_BAD_INPUT));
     }
-    open(location, err)
+    Ok(open(location, err)?.ok_or(EXIT_ISSUES))
 }
 
 /// Opens the ledger (a `SQLite` file, created if missing, or a `postgres://` URL), or says why

@@ -96,8 +96,9 @@ pub fn outcome(args: &OutcomeArgs, out: &mut impl Write, err: &mut impl Write) -
     if !issues.is_empty() {
         return output::refuse_command(OutputMode::Json, &issues, out, err);
     }
-    let Some(store) = open_existing(&args.db.db, "dispatch outcome", err)? else {
-        return Ok(super::EXIT_ISSUES);
+    let store = match open_existing(&args.db.db, "dispatch outcome", err)? {
+        Ok(store) => store,
+        Err(code) => return Ok(code),
     };
     let state = match args.outcome {
         OutcomeFlag::Sent => DispatchState::Sent,
@@ -130,8 +131,9 @@ pub fn outcome(args: &OutcomeArgs, out: &mut impl Write, err: &mut impl Write) -
 
 /// Prints a dispatch with its deliveries.
 pub fn show(args: &ShowDispatchArgs, out: &mut impl Write, err: &mut impl Write) -> io::Result<u8> {
-    let Some(store) = open_existing(&args.db.db, "dispatch show", err)? else {
-        return Ok(super::EXIT_ISSUES);
+    let store = match open_existing(&args.db.db, "dispatch show", err)? {
+        Ok(store) => store,
+        Err(code) => return Ok(code),
     };
     // Deliveries first: one is marked done only after its dispatch was moved on.
     let found = store

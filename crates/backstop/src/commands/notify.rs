@@ -14,8 +14,9 @@ use crate::settings::OutputMode;
 /// Lists notifications, newest first: a table for a person, or `{"notifications": [...]}`.
 pub fn list(args: &NotifyListArgs, out: &mut impl Write, err: &mut impl Write) -> io::Result<u8> {
     let mode = args.output.mode();
-    let Some(store) = open_existing(&args.db, "notify list", err)? else {
-        return Ok(super::EXIT_ISSUES);
+    let store = match open_existing(&args.db, "notify list", err)? {
+        Ok(store) => store,
+        Err(code) => return Ok(code),
     };
     let filter = NotificationFilter {
         status: match args.status {

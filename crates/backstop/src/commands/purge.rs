@@ -6,8 +6,8 @@ use backstop_core::Issue;
 use backstop_store::DEFAULT_RETENTION;
 use jiff::SignedDuration;
 
+use super::EXIT_OK;
 use super::cases::{open_existing, store_failed};
-use super::{EXIT_ISSUES, EXIT_OK};
 use crate::cli::PurgeArgs;
 use crate::output;
 use crate::settings::{OutputMode, resolve_now};
@@ -23,8 +23,9 @@ pub fn run(args: &PurgeArgs, out: &mut impl Write, err: &mut impl Write) -> io::
     if !issues.is_empty() {
         return output::refuse_command(OutputMode::Json, &issues, out, err);
     }
-    let Some(store) = open_existing(&args.db.db, "purge", err)? else {
-        return Ok(EXIT_ISSUES);
+    let store = match open_existing(&args.db.db, "purge", err)? {
+        Ok(store) => store,
+        Err(code) => return Ok(code),
     };
     let Some(before) = now.checked_sub(keep).ok() else {
         let issue = Issue::new(

@@ -9,7 +9,7 @@ use backstop_store::{Resolution, ReviewFilter, ReviewItem, Store, StoreError};
 
 use super::cases::{open_existing, store_failed};
 use super::pack::{job_list, packs_by_job};
-use super::{EXIT_ISSUES, EXIT_OK, EXIT_REFUSED};
+use super::{EXIT_OK, EXIT_REFUSED};
 use crate::cli::{ReviewListArgs, ReviewResolveArgs, ReviewShowArgs, ReviewStatus};
 use crate::output;
 use crate::settings::{OutputMode, resolve_now};
@@ -25,8 +25,9 @@ pub fn list(args: &ReviewListArgs, out: &mut impl Write, err: &mut impl Write) -
     if !issues.is_empty() {
         return output::refuse_command(mode, &issues, out, err);
     }
-    let Some(store) = open_existing(&args.db.db, "review list", err)? else {
-        return Ok(EXIT_ISSUES);
+    let store = match open_existing(&args.db.db, "review list", err)? {
+        Ok(store) => store,
+        Err(code) => return Ok(code),
     };
     let filter = ReviewFilter {
         open: match args.status {
@@ -67,8 +68,9 @@ pub fn show(args: &ReviewShowArgs, out: &mut impl Write, err: &mut impl Write) -
     if !issues.is_empty() {
         return output::refuse_command(mode, &issues, out, err);
     }
-    let Some(store) = open_existing(&args.db.db, "review show", err)? else {
-        return Ok(EXIT_ISSUES);
+    let store = match open_existing(&args.db.db, "review show", err)? {
+        Ok(store) => store,
+        Err(code) => return Ok(code),
     };
     let item = match find(store.as_ref(), args.id) {
         Ok(item) => item,
@@ -110,8 +112,9 @@ pub fn resolve(
     if !issues.is_empty() {
         return output::refuse_command(OutputMode::Json, &issues, out, err);
     }
-    let Some(store) = open_existing(&args.db.db, "review resolve", err)? else {
-        return Ok(EXIT_ISSUES);
+    let store = match open_existing(&args.db.db, "review resolve", err)? {
+        Ok(store) => store,
+        Err(code) => return Ok(code),
     };
     // The decision is checked against the item before anything is written.
     let item = match find(store.as_ref(), args.id) {

@@ -32,8 +32,9 @@ fn run(args: &TaskArgs, reset: bool, out: &mut impl Write, err: &mut impl Write)
         return output::refuse_command(OutputMode::Json, &issues, out, err);
     }
     let command = if reset { "task reset" } else { "task show" };
-    let Some(store) = open_existing(&args.db.db, command, err)? else {
-        return Ok(super::EXIT_ISSUES);
+    let store = match open_existing(&args.db.db, command, err)? {
+        Ok(store) => store,
+        Err(code) => return Ok(code),
     };
     let now = Timestamp::now();
     let (mut calls, position) = match journal::replay(store.as_ref(), StrategyTable::builtin(), now)

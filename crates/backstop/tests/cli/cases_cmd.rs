@@ -948,7 +948,7 @@ fn a_pack_with_issues_is_refused_with_the_file_in_every_path() {
 }
 
 #[test]
-fn a_ledger_that_cannot_be_opened_is_exit_1() {
+fn a_ledger_that_cannot_be_made_is_exit_1_and_a_missing_one_exit_2() {
     let dir = TempDir::new("no-ledger");
     let db = dir.path().join("no/such/dir/backstop.db");
     let db = arg(&db);
@@ -998,8 +998,10 @@ fn a_ledger_that_cannot_be_opened_is_exit_1() {
         ),
         run(&["purge", "--db", db], b""),
     ];
-    for run in runs {
-        run.expect_code(1);
+    for (i, run) in runs.iter().enumerate() {
+        // `decide` makes its ledger and cannot (exit 1); the readers find none at --db, a
+        // missing file: exit 2, as for every command.
+        run.expect_code(if i == 0 { 1 } else { 2 });
         assert_eq!(run.stdout, "", "{run:#?}");
         assert!(
             run.stderr.starts_with(&format!("backstop: --db {db}: ")),
@@ -1394,7 +1396,32 @@ fn cases_show_with_a_pack_finds_a_subject_as_it_was_sent() {
     );
     found.expect_code(0);
     assert_eq!(found.json()["id"], "northwind.com");
-    ledger
-        .show_run("vendor-risk", "Northwind.com", &[])
-        .expect_code(3);
+    // Found by its job in --packs, the pack normalizes the id just the same.
+    let packs = pack.rsplit_once('/').unwrap().0;
+    let by_job = ledger.show_run("vendor-risk", "Northwind.com", &["--packs", packs]);
+    by_job.expect_code(0);
+    assert_eq!(by_job.json()["id"], "northwind.com");
+    assert_eq!(by_job.stderr, "", "{by_job:#?}");
+    // With no pack for the job (no ./packs here), the id is looked up as given, and the
+    // refusal says why it was not normalized.
+    let unfound = ledger.show_run("vendor-risk", "Northwind.com", &[]);
+    unfound.expect_code(3);
+    let message = unfound.json()["error"]["message"].to_string();
+    assert!(
+        message.contains("no pack for job `vendor-risk` in ./packs")
+            && message.contains("looked up as given"),
+        "{unfound:#?}"
+    );
+    // A pack of another job is refused, not used.
+    let other = pack_path("po-acknowledgement.toml");
+    let wrong = ledger.show_run(
+        "vendor-risk",
+        "Northwind.com",
+        &["--pack", other.to_str().unwrap()],
+    );
+    wrong.expect_code(2);
+    assert!(
+        wrong.stdout.contains("wrong_job") || wrong.stderr.contains("wrong_job"),
+        "{wrong:#?}"
+    );
 }

@@ -125,7 +125,7 @@ fn dispatch_key_and_outcome_through_the_binary() {
         ],
         b"",
     );
-    missing.expect_code(1);
+    missing.expect_code(2);
     assert!(!dir.path().join("nope.db").exists());
 }
 

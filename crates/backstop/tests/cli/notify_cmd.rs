@@ -167,7 +167,8 @@ fn notify_list_shows_pending_delivered_and_failed() {
 fn notify_list_refuses_a_missing_ledger_and_creates_none() {
     let dir = TempDir::new("notify-missing");
     let db = dir.path().join("nowhere.db");
-    // The same refusal as every command that reads a ledger (`review_cmd`): exit 1, stderr.
+    // The same refusal as every command that reads a ledger (`review_cmd`): exit 2, as for any
+    // missing file, on stderr.
     for format in ["json", "human"] {
         let refused = run(
             &[
@@ -180,7 +181,7 @@ fn notify_list_refuses_a_missing_ledger_and_creates_none() {
             ],
             b"",
         );
-        refused.expect_code(1);
+        refused.expect_code(2);
         assert_eq!(refused.stdout, "", "{refused:#?}");
         let named = format!("backstop: --db {}: no ledger there", db.display());
         assert!(refused.stderr.starts_with(&named), "{refused:#?}");
@@ -258,7 +259,8 @@ fn notify_list_help_lists_its_exit_codes() {
         "--db",
         "--json",
         "Exit codes:",
-        "1  the ledger could not be opened (none at --db) or read",
+        "1  the ledger could not be opened or read",
+        "2  bad flags, or no ledger at --db (never created here)",
     ] {
         assert!(help.stdout.contains(text), "{text}: {}", help.stdout);
     }

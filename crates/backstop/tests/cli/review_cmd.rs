@@ -237,7 +237,8 @@ fn review_show_of_an_unknown_id_is_refused_with_exit_3() {
         "--packs <PATH>",
         "--output-format",
         "Exit codes:",
-        "1  the ledger could not be opened (none at --db) or read",
+        "1  the ledger could not be opened or read",
+        "2  bad flags, or no ledger at --db (never created here)",
         "3  no such item (a refusal is printed)",
     ] {
         assert!(help.stdout.contains(text), "{text}: {}", help.stdout);
@@ -468,7 +469,8 @@ fn commands_that_read_a_ledger_refuse_a_missing_one_and_create_none() {
         let mut args = command.to_vec();
         args.extend(["--db", db]);
         let refused = run(&args, b"");
-        refused.expect_code(1);
+        // A missing ledger is a missing file: exit 2, as for every command.
+        refused.expect_code(2);
         assert_eq!(refused.stdout, "", "{command:?}");
         let named = format!("backstop: --db {db}: no ledger there; `backstop ");
         assert!(refused.stderr.starts_with(&named), "{refused:#?}");
@@ -508,7 +510,7 @@ fn every_ledger_reader_lists_the_missing_ledger_among_its_exit_codes() {
         assert!(help.stdout.contains("Exit codes:"), "{command:?}");
         assert!(
             help.stdout
-                .contains("1  the ledger could not be opened (none at --db)"),
+                .contains("no ledger at --db (never created here)"),
             "{command:?}: {}",
             help.stdout
         );

@@ -65,6 +65,7 @@ fn task_show_and_reset_work_on_the_services_journal() {
     );
     let nowhere = setup.dir.path().join("no/such/dir/ledger.db");
     let failed = run(&["task", "show", "t", "--db", arg(&nowhere)], b"");
-    assert_eq!(failed.code, 1, "{failed:?}");
+    // A missing ledger is a missing file: exit 2.
+    assert_eq!(failed.code, 2, "{failed:?}");
     assert!(failed.stderr.contains("--db"), "{failed:?}");
 }
