@@ -10,6 +10,7 @@ use std::fmt;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
+use crate::classify::schema::CompiledSchema;
 use crate::codes;
 use crate::input::{self, Format};
 use crate::issue::Issue;
@@ -77,6 +78,10 @@ pub struct Report {
     /// The JSON Schema the output should meet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schema: Option<serde_json::Value>,
+    /// `schema`, compiled once by [`Report::compile_schema`] for the classifier to reuse; not
+    /// part of the wire shape.
+    #[serde(skip)]
+    pub compiled_schema: Option<CompiledSchema>,
     /// How many of the call's side effects happened.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub side_effects: Option<SideEffects>,
@@ -184,12 +189,32 @@ impl Report {
         if !over.is_empty() {
             return Err(over);
         }
-        let report = report.normalized();
-        let issues = report.validate();
+        let mut report = report.normalized();
+        let mut issues = report.validate();
+        issues.extend(report.compile_schema());
         if issues.is_empty() {
             Ok(report)
         } else {
             Err(issues)
+        }
+    }
+
+    /// Compiles `schema` (once: the classifier reuses it), or the issue that it cannot be.
+    /// A `pattern` is compiled with a linear-time engine, so no schema can make a check take
+    /// exponential time; a pattern only a backtracking engine reads (look-around,
+    /// back-references) makes the schema unusable.
+    pub fn compile_schema(&mut self) -> Option<Issue> {
+        let schema = self.schema.as_ref()?;
+        match crate::classify::schema::compile(schema) {
+            Ok(compiled) => {
+                self.compiled_schema = Some(compiled);
+                None
+            }
+            Err(error) => Some(Issue::new(
+                "schema",
+                "bad_schema",
+                format!("not a usable JSON Schema: {error}"),
+            )),
         }
     }
 
@@ -241,15 +266,6 @@ impl Report {
                 "schema",
                 "needs_output",
                 "a schema is checked against `output`; give the tool's output too",
-            ));
-        }
-        if let Some(schema) = &self.schema
-            && let Err(error) = jsonschema::validator_for(schema)
-        {
-            issues.push(Issue::new(
-                "schema",
-                "bad_schema",
-                format!("not a usable JSON Schema: {error}"),
             ));
         }
         if let Some(effects) = self.side_effects {
@@ -756,6 +772,33 @@ mod tests {
         let issues =
             Report::from_json(r#"{"output": 1, "schema": {"type": "no-such-type"}}"#).unwrap_err();
         assert_eq!(issues[0].code, "bad_schema");
+    }
+
+    #[test]
+    fn a_schema_is_compiled_once_with_a_linear_time_pattern_engine() {
+        let report = Report::from_json(
+            r#"{"output": {"id": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab"},
+                "schema": {"properties": {"id": {"type": "string", "pattern": "^(a+)+$"}}}}"#,
+        )
+        .unwrap();
+        // Compiled when the report was checked, for the classifier to reuse.
+        assert!(report.compiled_schema.is_some());
+        // A backtracking engine would take 2^46 steps on this id; a linear one answers at once.
+        let result = crate::classify::classify(
+            &crate::classify::RuleSet::builtin(),
+            &report,
+            jiff::Timestamp::UNIX_EPOCH,
+        );
+        assert_eq!(result.class, crate::Class::SchemaViolation, "{result:?}");
+        // Look-around needs backtracking: such a schema is refused, not run.
+        let issues = Report::from_json(
+            r#"{"output": "x", "schema": {"type": "string", "pattern": "^(?!x)"}}"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            (issues[0].path.as_str(), issues[0].code.as_str()),
+            ("schema", "bad_schema")
+        );
     }
 
     #[test]

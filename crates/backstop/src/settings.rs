@@ -348,10 +348,11 @@ fn report_from_flags(args: &ReportArgs, issues: &mut Vec<Issue>) -> Option<Repor
     // A flag whose value could not be read is already an issue: the report it leaves empty
     // is not another one.
     let flags_unreadable = issues.len() > flag_issues_from;
-    let report = report.normalized();
+    let mut report = report.normalized();
+    let mut found = report.validate();
+    found.extend(report.compile_schema());
     issues.extend(
-        report
-            .validate()
+        found
             .into_iter()
             .filter(|issue| !(flags_unreadable && issue.code == "empty_report"))
             .map(|mut issue| {

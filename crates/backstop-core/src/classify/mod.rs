@@ -34,13 +34,14 @@ mod literal_scan;
 pub mod matcher;
 mod message_set;
 pub mod rules;
-mod schema;
+pub(crate) mod schema;
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
 pub use self::hints::retry_hint;
 pub use self::rules::{DEFAULT_RULES, Rule, RuleSet, parse_rules};
+pub use self::schema::{CompiledSchema, compile as compile_schema};
 use crate::class::Class;
 use crate::report::Report;
 
@@ -143,10 +144,12 @@ impl Evidence {
 pub fn classify(rules: &RuleSet, report: &Report, now: Timestamp) -> Classification {
     let mut extra_evidence = Vec::new();
     let schema_valid = match (&report.output, &report.schema) {
-        (Some(output), Some(schema)) => schema::check(output, schema).map(|(valid, found)| {
-            extra_evidence.extend(found);
-            valid
-        }),
+        (Some(output), Some(schema)) => {
+            schema::check(output, schema, report.compiled_schema.as_ref()).map(|(valid, found)| {
+                extra_evidence.extend(found);
+                valid
+            })
+        }
         _ => None,
     };
     let (retry_after_ms, hint_notes) = hints::retry_hint(&report.headers, now);

@@ -1,18 +1,64 @@
 //! Checking a tool's output against the JSON Schema it should meet.
 
+use std::fmt;
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::Evidence;
+
+/// A report's JSON Schema, compiled.
+#[derive(Clone)]
+pub struct CompiledSchema(Arc<jsonschema::Validator>);
+
+impl fmt::Debug for CompiledSchema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CompiledSchema")
+    }
+}
+
+/// Two reports are equal by their `schema` values; the compiled form follows from it.
+impl PartialEq for CompiledSchema {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+/// The largest compiled `pattern` a schema may hold, in bytes.
+const PATTERN_SIZE_LIMIT: usize = 1 << 20;
+
+/// Compiles a schema, its `pattern`s with the linear-time `regex` engine.
+///
+/// # Errors
+/// Why the schema cannot be used, in the validator's words.
+pub fn compile(schema: &Value) -> Result<CompiledSchema, String> {
+    jsonschema::options()
+        .with_pattern_options(jsonschema::PatternOptions::regex().size_limit(PATTERN_SIZE_LIMIT))
+        .build(schema)
+        .map(|validator| CompiledSchema(Arc::new(validator)))
+        .map_err(|e| e.to_string())
+}
 
 /// At most this many failing paths are listed; the rest are counted.
 const MAX_LISTED: usize = 20;
 
 /// Whether `output` meets `schema`, and the failing paths as evidence when it does not.
 ///
-/// A schema that cannot be compiled is refused when the report is validated, so here it only
+/// `compiled` is the schema as the report compiled it, when it did; else it is compiled here. A
+/// schema that cannot be compiled is refused when the report is checked, so here it only
 /// counts as "not checked" (`None`).
-pub fn check(output: &Value, schema: &Value) -> Option<(bool, Vec<Evidence>)> {
-    let validator = jsonschema::validator_for(schema).ok()?;
+pub fn check(
+    output: &Value,
+    schema: &Value,
+    compiled: Option<&CompiledSchema>,
+) -> Option<(bool, Vec<Evidence>)> {
+    let compiled_here;
+    let validator = if let Some(compiled) = compiled {
+        &compiled.0
+    } else {
+        compiled_here = compile(schema).ok()?;
+        &compiled_here.0
+    };
     let mut evidence = Vec::new();
     let mut failures = 0usize;
     for error in validator.iter_errors(output) {
@@ -59,7 +105,7 @@ mod tests {
             "required": ["id", "items"],
             "properties": {"items": {"type": "array", "items": {"type": "integer"}}}
         });
-        let (valid, evidence) = check(&json!({"items": [1, "two"]}), &schema).unwrap();
+        let (valid, evidence) = check(&json!({"items": [1, "two"]}), &schema, None).unwrap();
         assert!(!valid);
         let fields: Vec<_> = evidence.iter().map(|e| e.field.as_str()).collect();
         assert!(fields.contains(&"output"), "{fields:?}");
@@ -68,7 +114,7 @@ mod tests {
 
     #[test]
     fn valid_output_has_no_evidence() {
-        let (valid, evidence) = check(&json!(3), &json!({"type": "integer"})).unwrap();
+        let (valid, evidence) = check(&json!(3), &json!({"type": "integer"}), None).unwrap();
         assert!(valid && evidence.is_empty());
     }
 
@@ -76,7 +122,7 @@ mod tests {
     fn many_failures_are_counted_not_listed() {
         let schema = json!({"type": "array", "items": {"type": "string"}});
         let output = Value::Array((0..30).map(|i| json!(i)).collect());
-        let (_, evidence) = check(&output, &schema).unwrap();
+        let (_, evidence) = check(&output, &schema, None).unwrap();
         assert_eq!(evidence.len(), MAX_LISTED + 1);
         assert!(
             evidence

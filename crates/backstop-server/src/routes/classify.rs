@@ -28,11 +28,22 @@ pub async fn classify(
             "the body is not UTF-8 text",
         )])
     })?;
-    let report = Report::from_json(text).map_err(ApiError::malformed)?;
     let catalog = state.catalog();
-    Ok(Json(run_classify(
-        &catalog.rules,
-        &report,
-        Timestamp::now(),
-    )))
+    let judge = move |text: &str| {
+        let report = Report::from_json(text).map_err(ApiError::malformed)?;
+        Ok(Json(run_classify(
+            &catalog.rules,
+            &report,
+            Timestamp::now(),
+        )))
+    };
+    // A report that may carry a JSON Schema compiles it and checks the output against it:
+    // work of a size the caller chooses, so it runs off the async workers.
+    if text.contains("\"schema\"") {
+        let text = text.to_owned();
+        return tokio::task::spawn_blocking(move || judge(&text))
+            .await
+            .map_err(|e| ApiError::internal("classifying a report with a schema", &e))?;
+    }
+    judge(text)
 }

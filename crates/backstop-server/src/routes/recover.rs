@@ -65,13 +65,24 @@ pub async fn recover(
             "`context` is an object such as {\"tool\": \"search\"}",
         )]));
     }
-    let body: RecoverBody = typed(&value)?;
+    let mut body: RecoverBody = typed(&value)?;
     let mut issues = Vec::new();
     check_name(&body.task, "task", &mut issues);
     if let Some(given) = &body.context {
         check_context(given, &mut issues);
     }
-    let report = match Report::from_value(&body.report) {
+    // A report with a JSON Schema compiles it, and its classification checks the output
+    // against it: work of a size the caller chooses, so both run off the async workers.
+    let with_schema = body.report.get("schema").is_some();
+    let parsed = if with_schema {
+        let value = std::mem::take(&mut body.report);
+        tokio::task::spawn_blocking(move || Report::from_value(&value))
+            .await
+            .map_err(|e| ApiError::internal("reading a report with a schema", &e))?
+    } else {
+        Report::from_value(&body.report)
+    };
+    let report = match parsed {
         Ok(report) => Some(report),
         Err(found) => {
             issues.extend(found.into_iter().map(|issue| Issue {
@@ -98,7 +109,15 @@ pub async fn recover(
         }
     }
     let now = Timestamp::now();
-    let classification = classify(&state.catalog().rules, &report, now);
+    let catalog = state.catalog();
+    let classification = if with_schema {
+        let report = report.clone();
+        tokio::task::spawn_blocking(move || classify(&catalog.rules, &report, now))
+            .await
+            .map_err(|e| ApiError::internal("classifying a report with a schema", &e))?
+    } else {
+        classify(&catalog.rules, &report, now)
+    };
     // A task is the caller's own: another caller's task of the same name is another task.
     let task = task_key(&caller.id, &body.task);
     let failure = redacted(classification, context, idempotency);

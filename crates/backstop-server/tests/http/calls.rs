@@ -24,6 +24,37 @@ fn classify_takes_a_report_as_the_cli_does() {
 }
 
 #[test]
+fn a_report_with_a_schema_is_judged_on_both_routes_and_a_bad_schema_refused() {
+    let server = start();
+    let report = json!({"output": {"id": 7}, "schema": {"properties": {"id": {"type": "string"}}}});
+    let classified = server.post("/v1/classify", Some(AGENT_A), &report);
+    assert_eq!(classified.status, 200, "{}", classified.text);
+    assert_eq!(classified.json()["class"], "schema_violation");
+    let recovered = server.post(
+        "/v1/recover",
+        Some(AGENT_A),
+        &json!({"task": "schema-1", "report": report}),
+    );
+    assert_eq!(recovered.status, 200, "{}", recovered.text);
+    assert_eq!(recovered.json()["class"], "schema_violation");
+    // A pattern only a backtracking engine reads makes the schema unusable: 400, at its path.
+    let bad = json!({"output": "x", "schema": {"type": "string", "pattern": "(?<=a)b"}});
+    let refused = server.post("/v1/classify", Some(AGENT_A), &bad);
+    assert_eq!(refused.status, 400, "{}", refused.text);
+    assert_eq!(refused.json()["error"]["issues"][0]["code"], "bad_schema");
+    let refused = server.post(
+        "/v1/recover",
+        Some(AGENT_A),
+        &json!({"task": "schema-2", "report": bad}),
+    );
+    assert_eq!(refused.status, 400, "{}", refused.text);
+    assert_eq!(
+        refused.json()["error"]["issues"][0]["path"],
+        "report.schema"
+    );
+}
+
+#[test]
 fn recover_counts_per_task_and_outcomes_feed_the_tools() {
     let server = start();
     let body = json!({"task": "t1", "report": {"http_status": 503}, "context": {"tool": "search"}});
