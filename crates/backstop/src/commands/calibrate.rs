@@ -51,7 +51,12 @@ pub fn run(args: &CalibrateArgs, out: &mut impl Write, err: &mut impl Write) -> 
         output::json_line(out, &c)?;
         return Ok(EXIT_OK);
     }
-    writeln!(out, "{} runs, {} attempts", c.runs, attempts.len())?;
+    writeln!(
+        out,
+        "{}, {}",
+        counted(c.runs, "run", "runs"),
+        counted(attempts.len(), "attempt", "attempts")
+    )?;
     writeln!(out, "score  followed  next passed  pass rate")?;
     for row in &c.scores {
         let rate = row
@@ -77,13 +82,41 @@ pub fn run(args: &CalibrateArgs, out: &mut impl Write, err: &mut impl Write) -> 
             "recommended threshold: {best:.1} (the most attempts saved, no passing run stopped, over {} runs)",
             c.runs
         )?,
-        (None, Some(best)) => writeln!(
-            out,
-            "no threshold recommended: {} run(s) is too few (at least {}); over these runs alone \
-             {best:.1} would have saved the most without stopping a passing run",
-            c.runs, c.min_runs
-        )?,
+        (None, Some(best)) => {
+            let saved = c
+                .thresholds
+                .iter()
+                .find(|row| row.threshold.total_cmp(&best).is_eq())
+                .map_or(0, |row| row.attempts_saved);
+            let alone = if saved == 0 {
+                "no threshold would have saved an attempt without stopping a passing run".to_owned()
+            } else {
+                format!(
+                    "{best:.1} would have saved the most ({}) without stopping a passing run",
+                    counted(saved, "attempt", "attempts")
+                )
+            };
+            writeln!(
+                out,
+                "no threshold recommended: {} too few (at least {}); over these runs alone, {alone}",
+                if c.runs == 1 {
+                    "1 run is".to_owned()
+                } else {
+                    format!("{} runs are", c.runs)
+                },
+                c.min_runs
+            )?;
+        }
         (None, None) => writeln!(out, "no threshold stops nothing that later passed")?,
     }
     Ok(EXIT_OK)
+}
+
+/// "1 run", "3 runs".
+fn counted(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
 }

@@ -401,7 +401,9 @@ fn calibrate_reads_the_logs_loops_write() {
     human.expect_code(0);
     assert!(human.stdout.contains("2 runs"), "{}", human.stdout);
     assert!(
-        human.stdout.contains("no threshold recommended"),
+        human
+            .stdout
+            .contains("no threshold recommended: 2 runs are too few (at least 10)"),
         "{}",
         human.stdout
     );
