@@ -41,6 +41,9 @@ impl Catalog {
                 }
             };
             match parse_pack(&text) {
+                Ok(pack) if let Some(issue) = unknown_zone(&pack) => {
+                    issues.push(issue.within(&origin));
+                }
                 Ok(pack) => {
                     if packs.contains_key(&pack.job) {
                         issues.push(Issue::new(
@@ -112,6 +115,20 @@ pub fn strategy_table(
     backstop_core::recover::StrategyTable::load_all(&borrowed)
 }
 
+/// The issue with a pack whose `[dispatch] time_zone` this machine does not know: its quiet
+/// hours would be read in the wrong zone. (The core parses packs without I/O; the zone
+/// database is read here.)
+pub fn unknown_zone(pack: &Pack) -> Option<Issue> {
+    let zone = &pack.dispatch.as_ref()?.time_zone;
+    jiff::tz::TimeZone::get(zone).is_err().then(|| {
+        Issue::new(
+            "dispatch.time_zone",
+            "unknown_time_zone",
+            format!("`{zone}` is not a time zone this machine knows (an IANA name such as America/Chicago)"),
+        )
+    })
+}
+
 /// The default packs: `./packs` when it is a folder, so a fresh checkout serves its examples.
 pub fn default_packs() -> Vec<PathBuf> {
     let here = Path::new("packs");
@@ -119,5 +136,35 @@ pub fn default_packs() -> Vec<PathBuf> {
         vec![here.to_path_buf()]
     } else {
         Vec::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pack_whose_dispatch_zone_is_unknown_is_not_loaded() {
+        let dir = std::env::temp_dir().join(format!("backstop-catalog-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let shipped = include_str!("../../../packs/po-acknowledgement.toml");
+        let file = dir.join("po.toml");
+        std::fs::write(
+            &file,
+            shipped.replace("\"America/Chicago\"", "\"Mars/Olympus\""),
+        )
+        .unwrap();
+        let config = Config {
+            packs: vec![file.clone()],
+            ..Config::default()
+        };
+        let issues = Catalog::load(&config).unwrap_err();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(issues.len(), 1, "{issues:?}");
+        assert_eq!(issues[0].code, "unknown_time_zone");
+        assert_eq!(
+            issues[0].path,
+            format!("{}: dispatch.time_zone", file.display())
+        );
     }
 }

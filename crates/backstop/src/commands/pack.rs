@@ -29,6 +29,7 @@ pub fn check(args: &RulesCheckArgs, out: &mut impl Write) -> io::Result<u8> {
         let Ok(pack) = parse_pack(text) else {
             return issues;
         };
+        issues.extend(backstop_server::catalog::unknown_zone(&pack));
         if let Some(file) = pack
             .dispatch
             .as_ref()

@@ -68,6 +68,27 @@ fn a_bad_pack_lists_every_issue_and_exits_1() {
 }
 
 #[test]
+fn a_dispatch_time_zone_this_machine_does_not_know_is_an_issue() {
+    let dir = TempDir::new("zone-pack");
+    let shipped =
+        std::fs::read_to_string(workspace_root().join("packs/po-acknowledgement.toml")).unwrap();
+    assert!(shipped.contains("time_zone = \"America/Chicago\""));
+    let file = dir.write(
+        "po.toml",
+        &shipped.replace(
+            "time_zone = \"America/Chicago\"",
+            "time_zone = \"Mars/Olympus\"",
+        ),
+    );
+    let json = run(&["pack", "check", "--json", arg(&file)], b"");
+    json.expect_code(1);
+    assert_eq!(
+        issues_of(&json.json()["files"][0]["issues"]),
+        pairs(&[("dispatch.time_zone", "unknown_time_zone")])
+    );
+}
+
+#[test]
 fn a_missing_file_is_exit_2() {
     let dir = TempDir::new("missing-pack");
     let missing = dir.path().join("missing.toml");
