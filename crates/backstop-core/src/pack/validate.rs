@@ -39,6 +39,19 @@ pub(super) fn validate(pack: &Pack, spots: &Spots, issues: &mut Vec<Issue>) {
                 format!("`{POLICY_GAP_LANE}` is the built-in lane when no rule fires"),
             ));
         }
+        // A review item opened by an escalation is told by these names: a lane of the same
+        // name would be taken for one (and not hold its case).
+        if crate::case::is_escalation_lane(&outcome.id) {
+            issues.push(Issue::new(
+                format!("outcomes[{i}].id"),
+                "reserved_id",
+                format!(
+                    "`{}` names the review item of a case escalated by its attempts; choose \
+                     another id",
+                    outcome.id
+                ),
+            ));
+        }
     }
     let escalations: Vec<&str> = pack.escalations.iter().map(|e| e.id.as_str()).collect();
     duplicates(
@@ -288,6 +301,22 @@ fn unknown(code: &str, path: String, what: &str, name: &str, known: &[&str]) -> 
 #[cfg(test)]
 mod tests {
     use crate::pack::parse_pack;
+
+    #[test]
+    fn the_names_of_escalated_cases_review_items_are_reserved() {
+        let shipped = include_str!("../../../../packs/vendor-risk.toml");
+        for reserved in ["attempt_limit", "no_progress"] {
+            let text = shipped.replace("\"review_privacy\"", &format!("\"{reserved}\""));
+            let issues = parse_pack(&text).unwrap_err();
+            assert!(
+                issues
+                    .iter()
+                    .any(|i| i.code == "reserved_id" && i.path.starts_with("outcomes[")),
+                "{reserved}: {issues:?}"
+            );
+        }
+        assert!(parse_pack(shipped).is_ok());
+    }
 
     #[test]
     fn a_rule_wanting_unknown_on_a_value_question_never_fires() {
