@@ -228,14 +228,28 @@ pub enum ReviewStatus {
     All,
 }
 
+impl ReviewResolveArgs {
+    /// The review item's id, given either way (clap requires one).
+    pub fn id(&self) -> i64 {
+        self.item.or(self.id_flag).unwrap_or_default()
+    }
+}
+
 /// `backstop review resolve`.
 #[derive(Debug, Args)]
 pub struct ReviewResolveArgs {
     #[command(flatten)]
     pub db: LedgerArgs,
-    /// The review item's id.
-    #[arg(long)]
-    pub id: i64,
+    /// The review item's id, as `review show ID` takes it.
+    #[arg(
+        value_name = "ID",
+        required_unless_present = "id_flag",
+        conflicts_with = "id_flag"
+    )]
+    pub item: Option<i64>,
+    /// The review item's id, as a flag (the same as ID).
+    #[arg(long = "id", id = "id_flag", value_name = "ID")]
+    pub id_flag: Option<i64>,
     /// The operator's decision: a decision outcome of the case's pack, `retry` or `stop` for a
     /// task, or `handoff` (see `review show`).
     #[arg(long)]

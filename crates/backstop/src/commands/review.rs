@@ -117,7 +117,7 @@ pub fn resolve(
         Err(code) => return Ok(code),
     };
     // The decision is checked against the item before anything is written.
-    let item = match find(store.as_ref(), args.id) {
+    let item = match find(store.as_ref(), args.id()) {
         Ok(item) => item,
         Err(Found::Refused(refusal)) => return refused(&refusal, out),
         Err(Found::Failed(e)) => return store_failed(&e, err),
@@ -140,7 +140,7 @@ pub fn resolve(
         decision: args.decision.clone(),
         note: args.note.clone().filter(|n| !n.trim().is_empty()),
     };
-    match store.resolve_review(args.id, &resolution, now) {
+    match store.resolve_review(args.id(), &resolution, now) {
         Ok(item) => {
             // A task's item resolved with `retry` resets the task for every server on the
             // ledger (the position does not matter: nothing is read back).

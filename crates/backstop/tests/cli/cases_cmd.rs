@@ -674,6 +674,25 @@ fn review_resolve_refuses_an_unknown_item_a_second_resolution_and_blank_flags() 
     let unknown = resolve("999", "approve", "alice", T10);
     unknown.expect_code(3);
     assert_eq!(unknown.json()["error"]["code"], "unknown_review");
+    // The id may also be given as `review show` takes it; once, one way.
+    let positional = ledger.review(&["resolve", "999", "--decision", "approve", "--by", "alice"]);
+    positional.expect_code(3);
+    assert_eq!(positional.json()["error"]["code"], "unknown_review");
+    for both_or_none in [
+        &[
+            "resolve",
+            "999",
+            "--id",
+            "999",
+            "--decision",
+            "approve",
+            "--by",
+            "a",
+        ][..],
+        &["resolve", "--decision", "approve", "--by", "a"],
+    ] {
+        ledger.review(both_or_none).expect_code(2);
+    }
 
     let blank = resolve(&id, "  ", "", "yesterday");
     blank.expect_code(2);
