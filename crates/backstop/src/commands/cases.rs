@@ -157,15 +157,7 @@ pub fn show(args: &CasesShowArgs, out: &mut impl Write, err: &mut impl Write) ->
 /// The pack of `job` among `packs` (default ./packs), to normalize a case id by its match rule;
 /// when there is none, why (for the refusal, should the id as given find nothing).
 fn job_pack(job: &str, packs: &[PathBuf]) -> Result<Pack, String> {
-    let place = if packs.is_empty() {
-        "./packs".to_owned()
-    } else {
-        packs
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let place = super::pack::packs_searched(packs);
     let why = match super::pack::packs_by_job(packs) {
         Ok(found) => match found.get(job) {
             Some(pack) => return Ok((**pack).clone()),

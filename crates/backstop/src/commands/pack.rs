@@ -122,6 +122,24 @@ fn load_job(job: &str, packs: &[PathBuf]) -> Result<Pack, Vec<Issue>> {
     })
 }
 
+/// Where packs were looked for, for a message.
+pub(crate) fn packs_searched(packs: &[PathBuf]) -> String {
+    if packs.is_empty() {
+        let here = Path::new("packs");
+        if here.is_dir() {
+            "./packs".to_owned()
+        } else {
+            "./packs (there is no such folder here)".to_owned()
+        }
+    } else {
+        packs
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 /// The packs in `packs` (pack files or folders; default ./packs, when it is a folder), by job.
 ///
 /// # Errors

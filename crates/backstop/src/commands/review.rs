@@ -1,14 +1,14 @@
 //! `backstop review list|show|resolve`.
 
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use backstop_core::Issue;
 use backstop_core::case::{Refusal, RefusalCode, resolution};
 use backstop_store::{Resolution, ReviewFilter, ReviewItem, Store, StoreError};
 
 use super::cases::{open_existing, store_failed};
-use super::pack::{job_list, packs_by_job};
+use super::pack::{job_list, packs_by_job, packs_searched};
 use super::{EXIT_OK, EXIT_REFUSED};
 use crate::cli::{ReviewListArgs, ReviewResolveArgs, ReviewShowArgs, ReviewStatus};
 use crate::output;
@@ -222,27 +222,9 @@ fn resolutions(item: &ReviewItem, packs: &[PathBuf]) -> Result<Vec<String>, Vec<
                 "no pack for job `{}` in {} (loaded: {}); the decision cannot be checked without \
                  it: give --packs the job's pack file or its folder",
                 item.job,
-                searched(packs),
+                packs_searched(packs),
                 job_list(&loaded)
             ),
         )]),
-    }
-}
-
-/// Where packs were looked for, for a message.
-fn searched(packs: &[PathBuf]) -> String {
-    if packs.is_empty() {
-        let here = Path::new("packs");
-        if here.is_dir() {
-            "./packs".to_owned()
-        } else {
-            "./packs (there is no such folder here)".to_owned()
-        }
-    } else {
-        packs
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
     }
 }
