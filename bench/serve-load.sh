@@ -4,7 +4,9 @@
 #
 #   bench/serve-load.sh [SECONDS] [CONNECTIONS]      defaults: 10 s, 64 connections
 #
-# Needs wrk (Debian package `wrk`; installed here if missing and apt-get is available).
+# BACKSTOP_BIN=path measures that binary instead of building target/release/backstop (to
+# compare two builds). Needs wrk (Debian package `wrk`; installed here if missing and apt-get
+# is available).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-10}
@@ -14,7 +16,12 @@ if ! command -v wrk >/dev/null; then
   echo "--- installing wrk (Debian package)"
   apt-get install -y wrk >/dev/null
 fi
-cargo build --release -q -p backstop
+if [ -n "${BACKSTOP_BIN:-}" ]; then
+  bin=$(realpath "$BACKSTOP_BIN")
+else
+  cargo build --release -q -p backstop
+  bin=./target/release/backstop
+fi
 cargo build --release -q -p backstop-server --example echo
 
 work=$(mktemp -d)
@@ -51,7 +58,7 @@ run() { # $1: name, rest: wrk arguments
   echo "$rps" >"$work/$name.rps"
 }
 
-start 7690 ./target/release/backstop serve --listen 127.0.0.1:7690 --config "$work/bench.toml"
+start 7690 "$bin" serve --listen 127.0.0.1:7690 --config "$work/bench.toml"
 start 7691 ./target/release/examples/echo 127.0.0.1:7691
 
 echo "wrk: 2 threads, $connections connections, ${seconds}s each, on $(nproc) cores"

@@ -772,6 +772,10 @@ mod tests {
         let issues =
             Report::from_json(r#"{"output": 1, "schema": {"type": "no-such-type"}}"#).unwrap_err();
         assert_eq!(issues[0].code, "bad_schema");
+        // One line, naming where in the schema it fails, not the compiler's name for it.
+        let message = &issues[0].message;
+        assert!(message.contains("at '/type'"), "{message}");
+        assert!(!message.contains('\n') && !message.contains("urn:"), "{message}");
     }
 
     #[test]
@@ -799,6 +803,24 @@ mod tests {
             (issues[0].path.as_str(), issues[0].code.as_str()),
             ("schema", "bad_schema")
         );
+    }
+
+    #[test]
+    fn a_schema_that_refers_to_another_document_is_refused_unread() {
+        // The CLI's tests show a file that exists and holds a schema is not read either.
+        for reference in [
+            "file:///no/such/dir/schema.json",
+            "https://example.com/schema.json",
+        ] {
+            let json = serde_json::json!({"output": 1, "schema": {"$ref": reference}});
+            let issues = Report::from_json(&json.to_string()).unwrap_err();
+            assert_eq!(
+                (issues[0].path.as_str(), issues[0].code.as_str()),
+                ("schema", "bad_schema"),
+                "{issues:?}"
+            );
+            assert!(issues[0].message.contains("must stand alone"), "{issues:?}");
+        }
     }
 
     #[test]

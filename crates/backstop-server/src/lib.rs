@@ -12,8 +12,8 @@
 //! - `queue`: attempts and journal events run by one thread in arrival order
 //! - `journal`: the call journal every server on a ledger follows, its events (one variant per
 //!   kind) and its replay
-//! - `openapi`: `/openapi.json`, derived from the handlers' types
-//! - `openapi_constraints`: the lengths, patterns and ranges the handlers enforce, on the document
+//! - `openapi`: `/openapi.json`: `base.json`, which its tests check is what the handlers' types
+//!   and the constraints they enforce give, with each loaded pack's routes
 //! - `effects`: side effects: deliveries decided, the reconciliation sweep, the simulator
 //! - `notify`: notifications for people: targets subscribed, the outbox delivered, signed
 //! - `routes`: one module per resource
@@ -38,7 +38,6 @@ pub mod mcp;
 pub mod metrics;
 pub mod notify;
 pub mod openapi;
-mod openapi_constraints;
 pub mod queue;
 pub mod routes;
 pub mod state;

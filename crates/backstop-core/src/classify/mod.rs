@@ -68,6 +68,16 @@ pub struct Classification {
     pub reason: String,
 }
 
+impl Classification {
+    /// Appends this classification to `out` as one line of JSON, as `classify --jsonl` writes
+    /// it. The serializer is built here, in the classifier's crate, which the release profile
+    /// optimizes for speed, rather than in each caller's.
+    pub fn write_json_line(&self, out: &mut Vec<u8>) {
+        serde_json::to_writer(&mut *out, self).expect("a classification serializes");
+        out.push(b'\n');
+    }
+}
+
 /// One piece of evidence: a report field, its value, and the rule or note it bears on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -176,5 +186,19 @@ mod tests {
         let cut = capped(&long);
         assert!(cut.len() <= TEXT_CAP && cut.len() >= TEXT_CAP - 1);
         assert_eq!(capped("short"), "short");
+    }
+
+    #[test]
+    fn a_json_line_is_the_classification_and_a_newline() {
+        let report = Report::from_json(r#"{"http_status": 429, "message": "slow \"down\""}"#)
+            .expect("a report");
+        let classification = classify(&RuleSet::builtin(), &report, jiff::Timestamp::UNIX_EPOCH);
+        let mut line = b"before\n".to_vec();
+        classification.write_json_line(&mut line);
+        let text = String::from_utf8(line).expect("UTF-8");
+        let written = text.strip_prefix("before\n").expect("appended");
+        assert_eq!(written.matches('\n').count(), 1, "{written}");
+        let back: Classification = serde_json::from_str(written.trim_end()).expect("JSON");
+        assert_eq!(back, classification);
     }
 }

@@ -19,13 +19,13 @@ use crate::queue::QueueError;
 use crate::state::AppState;
 
 /// One attempt on a case of `job`, for the authenticated caller.
-#[utoipa::path(post, path = "/v1/jobs/{job}/decisions", tag = "cases",
+#[cfg_attr(feature = "openapi", utoipa::path(post, path = "/v1/jobs/{job}/decisions", tag = "cases",
     params(("job" = String, Path, description = "The pack's job")),
     request_body = backstop_core::case::RequestBody,
     responses(
         (status = 200, body = backstop_core::case::DecisionResult),
         (status = "4XX", description = "malformed, unknown_job, unknown_case, attempt_limit_reached, execution_id_conflict, case_in_review, issued_case_limit", body = backstop_core::case::Refusal)),
-    security(("key" = [])))]
+    security(("key" = []))))]
 pub async fn decide(
     State(state): State<Arc<AppState>>,
     job: Result<Path<String>, PathRejection>,
@@ -66,11 +66,11 @@ pub async fn decide(
 }
 
 /// The caller's own case, with every kept attempt record and its review items.
-#[utoipa::path(get, path = "/v1/jobs/{job}/cases/{id}", tag = "cases",
+#[cfg_attr(feature = "openapi", utoipa::path(get, path = "/v1/jobs/{job}/cases/{id}", tag = "cases",
     params(("job" = String, Path, description = "The pack's job"),
            ("id" = String, Path, description = "The case id (normalized as results show it)")),
     responses((status = 200, body = CaseRecord), (status = "4XX", body = backstop_core::case::Refusal)),
-    security(("key" = [])))]
+    security(("key" = []))))]
 pub async fn show(
     State(state): State<Arc<AppState>>,
     path: Result<Path<(String, String)>, PathRejection>,

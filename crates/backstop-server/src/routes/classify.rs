@@ -13,9 +13,9 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 /// Classifies one report (the JSON `backstop classify` reads on stdin).
-#[utoipa::path(post, path = "/v1/classify", tag = "calls", request_body = Report,
+#[cfg_attr(feature = "openapi", utoipa::path(post, path = "/v1/classify", tag = "calls", request_body = Report,
     responses((status = 200, body = Classification), (status = "4XX", body = backstop_core::case::Refusal)),
-    security(("key" = [])))]
+    security(("key" = []))))]
 pub async fn classify(
     State(state): State<Arc<AppState>>,
     request: Request,

@@ -22,13 +22,13 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 /// Permission for a side effect on a case, one answer per recipient.
-#[utoipa::path(post, path = "/v1/jobs/{job}/dispatches", tag = "side effects",
+#[cfg_attr(feature = "openapi", utoipa::path(post, path = "/v1/jobs/{job}/dispatches", tag = "side effects",
     params(("job" = String, Path, description = "The pack's job (one with a [dispatch] table)")),
     request_body(content = Object, description = "The pack's dispatch request"),
     responses(
         (status = 200, body = DispatchReply, description = "One answer per recipient: permitted, simulated, deferred, suppressed, duplicate, reconcile or refused"),
         (status = "4XX", description = "malformed, unknown_job, no_dispatch", body = backstop_core::case::Refusal)),
-    security(("key" = [])))]
+    security(("key" = []))))]
 pub async fn dispatch(
     State(state): State<Arc<AppState>>,
     job: Result<Path<String>, PathRejection>,
@@ -70,7 +70,8 @@ pub async fn dispatch(
 }
 
 /// The agent's report on a permitted dispatch.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct DispatchOutcomeBody {
     /// `sent`, `failed` (it certainly did not go out) or `unknown` (a timeout after sending).
@@ -81,13 +82,13 @@ pub struct DispatchOutcomeBody {
 }
 
 /// Reports whether a permitted dispatch went out.
-#[utoipa::path(post, path = "/v1/dispatches/{key}/outcome", tag = "side effects",
+#[cfg_attr(feature = "openapi", utoipa::path(post, path = "/v1/dispatches/{key}/outcome", tag = "side effects",
     params(("key" = String, Path, description = "The dispatch's key")),
     request_body = DispatchOutcomeBody,
     responses(
         (status = 200, body = DispatchRecord),
         (status = "4XX", description = "malformed, unknown_dispatch, late_outcome", body = backstop_core::case::Refusal)),
-    security(("key" = [])))]
+    security(("key" = []))))]
 pub async fn outcome(
     State(state): State<Arc<AppState>>,
     key: Result<Path<String>, PathRejection>,
@@ -131,7 +132,8 @@ pub async fn outcome(
 }
 
 /// A dispatch and the deliveries recorded for it.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DispatchView {
     /// The dispatch.
     pub dispatch: DispatchRecord,
@@ -140,10 +142,10 @@ pub struct DispatchView {
 }
 
 /// A dispatch of the caller's (an operator sees every caller's).
-#[utoipa::path(get, path = "/v1/dispatches/{key}", tag = "side effects",
+#[cfg_attr(feature = "openapi", utoipa::path(get, path = "/v1/dispatches/{key}", tag = "side effects",
     params(("key" = String, Path, description = "The dispatch's key")),
     responses((status = 200, body = DispatchView), (status = "4XX", body = backstop_core::case::Refusal)),
-    security(("key" = [])))]
+    security(("key" = []))))]
 pub async fn show(
     State(state): State<Arc<AppState>>,
     key: Result<Path<String>, PathRejection>,

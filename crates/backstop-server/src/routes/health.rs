@@ -13,14 +13,16 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 /// The process is up.
-#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[derive(Debug, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Health {
     /// `ok`.
     status: String,
 }
 
 /// The service is ready.
-#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[derive(Debug, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Ready {
     /// `ready`.
     status: String,
@@ -29,7 +31,7 @@ pub struct Ready {
 }
 
 /// The process is up.
-#[utoipa::path(get, path = "/healthz", tag = "service", responses((status = 200, body = Health)))]
+#[cfg_attr(feature = "openapi", utoipa::path(get, path = "/healthz", tag = "service", responses((status = 200, body = Health))))]
 pub async fn healthz() -> Json<Health> {
     Json(Health {
         status: "ok".to_owned(),
@@ -37,8 +39,8 @@ pub async fn healthz() -> Json<Health> {
 }
 
 /// The ledger answers; the jobs with a pack loaded.
-#[utoipa::path(get, path = "/readyz", tag = "service",
-    responses((status = 200, body = Ready), (status = 503, body = backstop_core::case::Refusal)))]
+#[cfg_attr(feature = "openapi", utoipa::path(get, path = "/readyz", tag = "service",
+    responses((status = 200, body = Ready), (status = 503, body = backstop_core::case::Refusal))))]
 pub async fn readyz(State(state): State<Arc<AppState>>) -> Result<Json<Ready>, ApiError> {
     let store = Arc::clone(&state.store);
     tokio::task::spawn_blocking(move || store.ping())
@@ -57,8 +59,8 @@ pub async fn readyz(State(state): State<Arc<AppState>>) -> Result<Json<Ready>, A
 
 /// Counters in the Prometheus text format: requests, decisions by status, escalations by
 /// trigger, breaker states, ledger latency.
-#[utoipa::path(get, path = "/metrics", tag = "service",
-    responses((status = 200, content_type = "text/plain", body = String)))]
+#[cfg_attr(feature = "openapi", utoipa::path(get, path = "/metrics", tag = "service",
+    responses((status = 200, content_type = "text/plain", body = String))))]
 pub async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
     let now = Timestamp::now();
     let breakers: Vec<(String, &str)> = {

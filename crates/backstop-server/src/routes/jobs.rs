@@ -14,16 +14,17 @@ use crate::routes::cases::{bad_path, pack_for};
 use crate::state::AppState;
 
 /// The loaded jobs.
-#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[derive(Debug, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct JobList {
     /// One line per loaded pack, by job name.
     pub jobs: Vec<JobSummary>,
 }
 
 /// Every loaded job, by name.
-#[utoipa::path(get, path = "/v1/jobs", tag = "cases",
+#[cfg_attr(feature = "openapi", utoipa::path(get, path = "/v1/jobs", tag = "cases",
     responses((status = 200, body = JobList), (status = "4XX", body = backstop_core::case::Refusal)),
-    security(("key" = [])))]
+    security(("key" = []))))]
 pub async fn list(State(state): State<Arc<AppState>>, _caller: Caller) -> Json<JobList> {
     let catalog = state.catalog();
     Json(JobList {
@@ -34,10 +35,10 @@ pub async fn list(State(state): State<Arc<AppState>>, _caller: Caller) -> Json<J
 /// One job's brief: its questions and answers with what each means, related records, how a
 /// case is named, the attempt limit and window, the outcomes and escalations (never the
 /// indicator patterns, rules, hedges or confidence threshold).
-#[utoipa::path(get, path = "/v1/jobs/{job}", tag = "cases",
+#[cfg_attr(feature = "openapi", utoipa::path(get, path = "/v1/jobs/{job}", tag = "cases",
     params(("job" = String, Path, description = "The pack's job")),
     responses((status = 200, body = JobBrief), (status = "4XX", description = "unknown_job", body = backstop_core::case::Refusal)),
-    security(("key" = [])))]
+    security(("key" = []))))]
 pub async fn show(
     State(state): State<Arc<AppState>>,
     job: Result<Path<String>, PathRejection>,

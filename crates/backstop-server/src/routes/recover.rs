@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use backstop_core::classify::classify;
 use backstop_core::recover::breaker::BreakerView;
 use backstop_core::recover::budget::BudgetView;
-use backstop_core::recover::{Context, Recovery, Step};
+use backstop_core::recover::{Context, Recovery};
 use backstop_core::{Class, Issue, Report};
 use jiff::Timestamp;
 use serde::Deserialize;
@@ -29,13 +29,14 @@ use crate::journal::{Applied, CallState, Event, IdempotencyMark, redacted, task_
 use crate::state::AppState;
 
 /// A failed call: the task it belongs to, what was seen, and its context.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RecoverBody {
     /// The task the attempt counts against (1 to 200 characters).
     task: String,
     /// The report, as `POST /v1/classify` takes it.
-    #[schema(value_type = backstop_core::Report)]
+    #[cfg_attr(feature = "openapi", schema(value_type = backstop_core::Report))]
     report: Value,
     /// The tool, operation, error and any action the agent asks leave for.
     #[serde(default)]
@@ -43,11 +44,11 @@ pub struct RecoverBody {
 }
 
 /// The next step after a failed call: classified, counted against the task, answered.
-#[utoipa::path(post, path = "/v1/recover", tag = "calls", request_body = RecoverBody,
+#[cfg_attr(feature = "openapi", utoipa::path(post, path = "/v1/recover", tag = "calls", request_body = RecoverBody,
     params(("Idempotency-Key" = Option<String>, Header,
         description = "The same key from the same caller within 24 hours returns the step it first got and counts nothing; with another request it is refused (409)")),
-    responses((status = 200, body = Step), (status = "4XX", body = backstop_core::case::Refusal)),
-    security(("key" = [])))]
+    responses((status = 200, body = backstop_core::recover::Step), (status = "4XX", body = backstop_core::case::Refusal)),
+    security(("key" = []))))]
 pub async fn recover(
     State(state): State<Arc<AppState>>,
     caller: Caller,
@@ -217,7 +218,8 @@ fn idempotency_mark(
 }
 
 /// A call's outcome for a tool.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct OutcomeBody {
     /// The tool.
@@ -234,7 +236,8 @@ pub struct OutcomeBody {
 }
 
 /// How a call ended.
-#[derive(Debug, Clone, Copy, Deserialize, serde::Serialize, PartialEq, Eq, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, Deserialize, serde::Serialize, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum OutcomeKind {
     /// It worked.
@@ -244,7 +247,8 @@ pub enum OutcomeKind {
 }
 
 /// A tool's breaker and budget.
-#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[derive(Debug, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ToolView {
     /// The tool.
     pub tool: String,
@@ -255,16 +259,17 @@ pub struct ToolView {
 }
 
 /// Every tool seen.
-#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[derive(Debug, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ToolList {
     /// The tools, by name.
     tools: Vec<ToolView>,
 }
 
 /// A call's outcome for a tool's breaker and budget: a success, or a failure of a class.
-#[utoipa::path(post, path = "/v1/outcomes", tag = "calls", request_body = OutcomeBody,
+#[cfg_attr(feature = "openapi", utoipa::path(post, path = "/v1/outcomes", tag = "calls", request_body = OutcomeBody,
     responses((status = 200, body = ToolView), (status = "4XX", body = backstop_core::case::Refusal)),
-    security(("key" = [])))]
+    security(("key" = []))))]
 pub async fn outcomes(
     State(state): State<Arc<AppState>>,
     caller: Caller,
@@ -307,9 +312,9 @@ pub async fn outcomes(
 }
 
 /// Each tool's breaker and budget.
-#[utoipa::path(get, path = "/v1/tools", tag = "calls",
+#[cfg_attr(feature = "openapi", utoipa::path(get, path = "/v1/tools", tag = "calls",
     responses((status = 200, body = ToolList), (status = "4XX", body = backstop_core::case::Refusal)),
-    security(("key" = [])))]
+    security(("key" = []))))]
 pub async fn tools(
     State(state): State<Arc<AppState>>,
     _caller: Caller,
@@ -327,7 +332,8 @@ pub async fn tools(
 }
 
 /// An operator's grant of one retry.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct GrantBody {
     /// The task whose next unclassified failure may be retried once.
@@ -338,7 +344,8 @@ pub struct GrantBody {
 }
 
 /// A grant, as made.
-#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[derive(Debug, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct GrantAnswer {
     /// The task.
     task: String,
@@ -351,9 +358,9 @@ pub struct GrantAnswer {
 }
 
 /// An operator grants one retry to a task's unclassified failure.
-#[utoipa::path(post, path = "/v1/grants", tag = "calls", request_body = GrantBody,
+#[cfg_attr(feature = "openapi", utoipa::path(post, path = "/v1/grants", tag = "calls", request_body = GrantBody,
     responses((status = 200, body = GrantAnswer), (status = "4XX", body = backstop_core::case::Refusal)),
-    security(("key" = [])))]
+    security(("key" = []))))]
 pub async fn grants(
     State(state): State<Arc<AppState>>,
     caller: Caller,

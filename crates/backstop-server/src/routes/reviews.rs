@@ -18,8 +18,9 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 /// The query of `GET /v1/reviews`.
-#[derive(Debug, Deserialize, utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
+#[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[cfg_attr(feature = "openapi", into_params(parameter_in = Query))]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
     /// `open` (default), `resolved` or `all`.
@@ -37,16 +38,17 @@ pub struct ListQuery {
 }
 
 /// Review items.
-#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[derive(Debug, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReviewList {
     /// Newest first.
     reviews: Vec<ReviewItem>,
 }
 
 /// Review items, newest first: an agent sees its own, an operator everyone's.
-#[utoipa::path(get, path = "/v1/reviews", tag = "reviews", params(ListQuery),
+#[cfg_attr(feature = "openapi", utoipa::path(get, path = "/v1/reviews", tag = "reviews", params(ListQuery),
     responses((status = 200, body = ReviewList), (status = "4XX", body = backstop_core::case::Refusal)),
-    security(("key" = [])))]
+    security(("key" = []))))]
 pub async fn list(
     State(state): State<Arc<AppState>>,
     caller: Caller,
@@ -107,7 +109,8 @@ pub async fn list(
 }
 
 /// An operator's resolution.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ResolveBody {
     /// The decision (an outcome id of the pack, or words).
@@ -119,11 +122,11 @@ pub struct ResolveBody {
 
 /// An operator resolves a review item; this ends the case's cycle. A task's item resolved
 /// with `retry` also resets the task (lifting a policy stop), so its agent may try again.
-#[utoipa::path(post, path = "/v1/reviews/{id}/resolve", tag = "reviews",
+#[cfg_attr(feature = "openapi", utoipa::path(post, path = "/v1/reviews/{id}/resolve", tag = "reviews",
     params(("id" = i64, Path, description = "The review item")),
     request_body = ResolveBody,
     responses((status = 200, body = ReviewItem), (status = "4XX", body = backstop_core::case::Refusal)),
-    security(("key" = [])))]
+    security(("key" = []))))]
 pub async fn resolve(
     State(state): State<Arc<AppState>>,
     id: Result<Path<String>, axum::extract::rejection::PathRejection>,

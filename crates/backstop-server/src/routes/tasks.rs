@@ -23,8 +23,9 @@ use crate::journal::{Event, task_key};
 use crate::state::AppState;
 
 /// Whose task: an operator may name any caller (default: its own).
-#[derive(Debug, Deserialize, utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
+#[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[cfg_attr(feature = "openapi", into_params(parameter_in = Query))]
 #[serde(deny_unknown_fields)]
 pub struct TaskQuery {
     /// The task's caller (an operator only; an agent's tasks are its own).
@@ -32,7 +33,8 @@ pub struct TaskQuery {
 }
 
 /// A task, as `GET /v1/tasks/{task}` (and `backstop task show`) shows it.
-#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[derive(Debug, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TaskAnswer {
     /// The task.
     pub task: String,
@@ -45,10 +47,10 @@ pub struct TaskAnswer {
 
 /// The task's counters per class, the tools it used and their breakers, whether a policy
 /// denial stopped it, and the step the next failure of each class would get (changing nothing).
-#[utoipa::path(get, path = "/v1/tasks/{task}", tag = "calls",
+#[cfg_attr(feature = "openapi", utoipa::path(get, path = "/v1/tasks/{task}", tag = "calls",
     params(("task" = String, Path, description = "The task"), TaskQuery),
     responses((status = 200, body = TaskAnswer), (status = "4XX", body = backstop_core::case::Refusal)),
-    security(("key" = [])))]
+    security(("key" = []))))]
 pub async fn show(
     State(state): State<Arc<AppState>>,
     task: Result<Path<String>, PathRejection>,
@@ -69,10 +71,10 @@ pub async fn show(
 
 /// Resets the task's counters. An agent's reset keeps a policy denial's stop (it is refused on
 /// a stopped task: nothing changes); an operator's lifts it too.
-#[utoipa::path(post, path = "/v1/tasks/{task}/reset", tag = "calls",
+#[cfg_attr(feature = "openapi", utoipa::path(post, path = "/v1/tasks/{task}/reset", tag = "calls",
     params(("task" = String, Path, description = "The task"), TaskQuery),
     responses((status = 200, body = TaskAnswer), (status = "4XX", body = backstop_core::case::Refusal)),
-    security(("key" = [])))]
+    security(("key" = []))))]
 pub async fn reset(
     State(state): State<Arc<AppState>>,
     task: Result<Path<String>, PathRejection>,

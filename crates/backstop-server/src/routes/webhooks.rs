@@ -23,7 +23,8 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 /// What a delivery came to.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Received {
     /// Whether it was recorded now (false: this event id was recorded before).
     pub recorded: bool,
@@ -34,13 +35,13 @@ pub struct Received {
 }
 
 /// A signed delivery from `source`.
-#[utoipa::path(post, path = "/v1/webhooks/{source}", tag = "side effects",
+#[cfg_attr(feature = "openapi", utoipa::path(post, path = "/v1/webhooks/{source}", tag = "side effects",
     params(("source" = String, Path, description = "The webhook source, as the config names it"),
            ("Backstop-Signature" = String, Header, description = "t=<unix seconds>,v1=<hex HMAC-SHA256 of \"<t>.<body>\">")),
     request_body(content = Object, description = "A delivered result"),
     responses(
         (status = 200, body = Received),
-        (status = "4XX", description = "unknown_source, bad_signature, stale_signature, malformed", body = backstop_core::case::Refusal)))]
+        (status = "4XX", description = "unknown_source, bad_signature, stale_signature, malformed", body = backstop_core::case::Refusal))))]
 pub async fn receive(
     State(state): State<Arc<AppState>>,
     source: Result<Path<String>, PathRejection>,

@@ -159,9 +159,7 @@ fn answer_lines(
             continue;
         };
         match Report::from_json(text) {
-            Ok(report) => {
-                output::json_line(&mut buffer, &classify(rules, &report, now))?;
-            }
+            Ok(report) => classify(rules, &report, now).write_json_line(&mut buffer),
             Err(issues) => output::json_line(&mut buffer, &line_error(*number, &issues))?,
         }
     }

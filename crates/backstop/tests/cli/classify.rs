@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{classify, classify_stdin};
+use crate::support::{TempDir, classify, classify_stdin};
 
 /// The evidence entry for `field`; panics when there is none.
 fn evidence<'a>(classification: &'a Value, field: &str) -> &'a Value {
@@ -211,10 +211,34 @@ fn output_failing_its_schema_is_a_schema_violation_with_the_failing_path() {
     assert!(
         failure["note"]
             .as_str()
-            .is_some_and(|n| n.contains("\"name\"") && n.contains("required")),
+            .is_some_and(|n| n.contains("'name'") && n.contains("missing")),
         "{c}"
     );
     insta::assert_snapshot!("schema_violation_required", run.stdout);
+}
+
+#[test]
+fn a_schema_that_refers_to_a_file_is_refused_and_the_file_is_not_read() {
+    let dir = TempDir::new("schema-ref");
+    // Were it read, this schema would accept the output and the report would be classified.
+    let other = dir.write("other.json", r#"{"type": "integer"}"#);
+    let schema = json!({"$ref": format!("file://{}", other.display())}).to_string();
+    let run = classify(&["--output", "1", "--schema", &schema]);
+    run.expect_code(2);
+    let refusal = run.json();
+    let issue = &refusal["error"]["issues"][0];
+    assert_eq!(
+        (&issue["path"], &issue["code"]),
+        (&json!("--schema"), &json!("bad_schema")),
+        "{refusal}"
+    );
+    assert!(
+        issue["message"]
+            .as_str()
+            .unwrap()
+            .contains("must stand alone"),
+        "{refusal}"
+    );
 }
 
 #[test]

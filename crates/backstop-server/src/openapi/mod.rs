@@ -1,70 +1,32 @@
-//! `GET /openapi.json`: the document is derived from the handlers' own types and annotations,
-//! so it cannot drift from what they take and return. The decision route is listed once per
-//! loaded pack, `/v1/jobs/{its job}/decisions`, with the pack's exact request as its body (its
-//! questions, related kinds and case naming), so a generated client sends what the service
-//! takes; a job no pack has is answered 404 `unknown_job`.
+//! `GET /openapi.json`. The pack-independent part of the document is `base.json`, derived from
+//! the handlers' own types and annotations by `derived` (feature `openapi`, on in this crate's
+//! tests, which fail when the file differs from what the types give), so it cannot drift from
+//! what they take and return, and the shipped binary carries no derive code. The decision route
+//! is listed once per loaded pack, `/v1/jobs/{its job}/decisions`, with the pack's exact request
+//! as its body (its questions, related kinds and case naming), so a generated client sends what
+//! the service takes; a job no pack has is answered 404 `unknown_job`.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use axum::Json;
 use axum::extract::State;
 use serde_json::Value;
-use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::{Modify, OpenApi};
 
-use crate::routes::{cases, classify, dispatches, health, jobs, recover, reviews, tasks, webhooks};
+#[cfg(feature = "openapi")]
+mod constraints;
+#[cfg(feature = "openapi")]
+pub mod derived;
 
-/// The service's OpenAPI document.
-#[derive(Debug, OpenApi)]
-#[openapi(
-    info(title = "backstop", description = "The retry-and-escalation authority for AI agents."),
-    paths(
-        classify::classify,
-        recover::recover,
-        recover::outcomes,
-        recover::tools,
-        recover::grants,
-        tasks::show,
-        tasks::reset,
-        jobs::list,
-        jobs::show,
-        cases::decide,
-        cases::show,
-        dispatches::dispatch,
-        dispatches::outcome,
-        dispatches::show,
-        webhooks::receive,
-        reviews::list,
-        reviews::resolve,
-        health::healthz,
-        health::readyz,
-        health::metrics,
-        openapi_json,
-    ),
-    modifiers(&BearerKey),
-)]
-pub struct ApiDoc;
+/// The document's pack-independent part, as `derived::base` gives it.
+pub const BASE: &str = include_str!("base.json");
 
-struct BearerKey;
-
-impl Modify for BearerKey {
-    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        let components = openapi.components.get_or_insert_with(Default::default);
-        components.add_security_scheme(
-            "key",
-            SecurityScheme::Http(
-                HttpBuilder::new()
-                    .scheme(HttpAuthScheme::Bearer)
-                    .description(Some("An API key from the service's config"))
-                    .build(),
-            ),
-        );
-    }
-}
+/// `BASE`, parsed once.
+static BASE_DOCUMENT: LazyLock<Value> =
+    LazyLock::new(|| serde_json::from_str(BASE).expect("base.json is JSON"));
 
 /// This document.
-#[utoipa::path(get, path = "/openapi.json", tag = "service",
-    responses((status = 200, description = "The OpenAPI 3.1 document", content_type = "application/json")))]
+#[cfg_attr(feature = "openapi", utoipa::path(get, path = "/openapi.json", tag = "service",
+    responses((status = 200, description = "The OpenAPI 3.1 document", content_type = "application/json"))))]
 pub async fn openapi_json(State(state): State<Arc<crate::AppState>>) -> Json<Value> {
     let catalog = state.catalog();
     Json(document(catalog.packs.values().map(AsRef::as_ref)))
@@ -76,8 +38,7 @@ const NUL_FREE: &str = "JsonValueWithoutNul";
 /// The document, with a decision route for each of `packs`.
 pub fn document<'a>(packs: impl Iterator<Item = &'a backstop_core::pack::Pack>) -> Value {
     let packs: Vec<&backstop_core::pack::Pack> = packs.collect();
-    let mut doc = serde_json::to_value(ApiDoc::openapi()).expect("the document serializes");
-    crate::openapi_constraints::apply(&mut doc);
+    let mut doc = BASE_DOCUMENT.clone();
     effect_routes(&mut doc, &packs);
     let packs = packs.into_iter();
     let template = doc["paths"]["/v1/jobs/{job}/decisions"]["post"].clone();
