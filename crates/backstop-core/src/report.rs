@@ -775,7 +775,10 @@ mod tests {
         // One line, naming where in the schema it fails, not the compiler's name for it.
         let message = &issues[0].message;
         assert!(message.contains("at '/type'"), "{message}");
-        assert!(!message.contains('\n') && !message.contains("urn:"), "{message}");
+        assert!(
+            !message.contains('\n') && !message.contains("urn:"),
+            "{message}"
+        );
     }
 
     #[test]
