@@ -6,6 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 budget=${1:-15000000}
+if ! [[ "$budget" =~ ^[0-9]+$ ]]; then
+  echo "bench/binary-size.sh: BUDGET_BYTES must be a whole number of bytes, not '$budget'" >&2
+  exit 2
+fi
 cargo build --release -q -p backstop
 size=$(stat -c %s target/release/backstop)
 printf 'target/release/backstop: %d bytes (budget %d)\n' "$size" "$budget"

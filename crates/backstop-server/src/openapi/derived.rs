@@ -76,8 +76,7 @@ mod tests {
     #[test]
     fn the_served_base_is_what_the_handlers_types_give() {
         let derived = base();
-        let served: Value = serde_json::from_str(super::super::BASE).expect("base.json is JSON");
-        if derived == served {
+        if derived == *super::super::BASE_DOCUMENT {
             return;
         }
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/openapi/base.json");

@@ -17,12 +17,9 @@ mod constraints;
 #[cfg(feature = "openapi")]
 pub mod derived;
 
-/// The document's pack-independent part, as `derived::base` gives it.
-pub const BASE: &str = include_str!("base.json");
-
-/// `BASE`, parsed once.
+/// The document's pack-independent part (`base.json`, as `derived::base` gives it), parsed once.
 static BASE_DOCUMENT: LazyLock<Value> =
-    LazyLock::new(|| serde_json::from_str(BASE).expect("base.json is JSON"));
+    LazyLock::new(|| serde_json::from_str(include_str!("base.json")).expect("base.json is JSON"));
 
 /// This document.
 #[cfg_attr(feature = "openapi", utoipa::path(get, path = "/openapi.json", tag = "service",

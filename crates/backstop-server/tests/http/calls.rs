@@ -55,6 +55,34 @@ fn a_report_with_a_schema_is_judged_on_both_routes_and_a_bad_schema_refused() {
 }
 
 #[test]
+fn a_schema_that_refers_to_another_document_is_refused_and_counts_nothing() {
+    let server = start();
+    for reference in ["file:///etc/hostname", "https://example.com/schema.json"] {
+        let report = json!({"output": 1, "schema": {"$ref": reference}});
+        let refused = server.post(
+            "/v1/recover",
+            Some(AGENT_A),
+            &json!({"task": "schema-ref", "report": report}),
+        );
+        assert_eq!(refused.status, 400, "{}", refused.text);
+        let issue = &refused.json()["error"]["issues"][0];
+        assert_eq!(
+            (issue["path"].as_str(), issue["code"].as_str()),
+            (Some("report.schema"), Some("bad_schema")),
+            "{issue}"
+        );
+        assert!(
+            issue["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("must stand alone")),
+            "{issue}"
+        );
+    }
+    let task = server.get("/v1/tasks/schema-ref", Some(AGENT_A)).json();
+    assert_eq!(task["task_used"], 0, "a refused report counted: {task}");
+}
+
+#[test]
 fn recover_counts_per_task_and_outcomes_feed_the_tools() {
     let server = start();
     let body = json!({"task": "t1", "report": {"http_status": 503}, "context": {"tool": "search"}});
