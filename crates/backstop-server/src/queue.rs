@@ -23,6 +23,7 @@ use backstop_core::pack::Pack;
 use backstop_store::{CallEvent, JournalEntry, Reply, Store, StoreError};
 
 use crate::journal::{Applied, CallState};
+
 use jiff::Timestamp;
 use tokio::sync::oneshot;
 
@@ -115,6 +116,7 @@ impl AttemptQueue {
                     store,
                     calls,
                     position,
+                    stale: false,
                 };
                 let mut next = queued.recv().ok();
                 while let Some(job) = next.take() {
@@ -239,6 +241,8 @@ struct Follower {
     store: Arc<dyn Store>,
     calls: Arc<Mutex<CallState>>,
     position: i64,
+    /// A journal transaction failed: the state is loaded again before the next job.
+    stale: bool,
 }
 
 impl Follower {
@@ -264,6 +268,7 @@ impl Follower {
             Job::Journal { event, answer } => self.journal(vec![(event, answer)]),
             Job::CatchUp { answer } => {
                 let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    self.reload_if_stale()?;
                     let entries = self.store.journal_after(self.position)?;
                     self.apply(entries);
                     Ok(())
@@ -274,20 +279,28 @@ impl Follower {
         }
     }
 
-    /// Journals a batch of events (in arrival order) and applies the journal up to the last;
-    /// each event's answer is the step it gave.
+    /// Journals a batch of events (in arrival order) and applies the journal up to the last,
+    /// writing the call state they changed in the same transaction; each event's answer is
+    /// the step it gave.
     fn journal(&mut self, batch: Vec<(CallEvent, JournalAnswer)>) {
         let (events, answers): (Vec<CallEvent>, Vec<JournalAnswer>) = batch.into_iter().unzip();
         let steps = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let entries = self.store.journal(&events, self.position)?;
-            // The batch is the journal's last events, in order.
-            let own = entries.len().checked_sub(events.len()).ok_or_else(|| {
-                StoreError::Corrupt("the journal returned fewer events than it took".to_owned())
-            })?;
-            let steps = self.apply(entries);
-            Ok(steps[own..].to_vec())
+            self.reload_if_stale()?;
+            let mut calls = self
+                .calls
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let result = calls.journal(self.store.as_ref(), &events, &mut self.position);
+            if result.is_err() {
+                // The state may hold what the ledger did not keep: load it again first.
+                self.stale = true;
+            }
+            result
         }))
-        .unwrap_or_else(|_| Err(panicked("journaling")));
+        .unwrap_or_else(|_| {
+            self.stale = true;
+            Err(panicked("journaling"))
+        });
         match steps {
             Ok(steps) => {
                 for (answer, step) in answers.into_iter().zip(steps) {
@@ -302,22 +315,36 @@ impl Follower {
         }
     }
 
-    /// Applies entries past the position, in order: what each gave.
-    fn apply(&mut self, entries: Vec<JournalEntry>) -> Vec<Applied> {
+    /// Applies entries past the position, in order.
+    fn apply(&mut self, entries: Vec<JournalEntry>) {
         let mut calls = self
             .calls
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut applied = Vec::with_capacity(entries.len());
         for entry in entries {
             if entry.id > self.position {
-                applied.push(calls.apply(&entry.event));
+                calls.apply(&entry.event);
                 self.position = entry.id;
-            } else {
-                applied.push(Applied::Nothing);
             }
         }
-        applied
+    }
+
+    /// After a failed journal transaction, the state is loaded from the ledger again: what it
+    /// kept, and the journal after it.
+    fn reload_if_stale(&mut self) -> Result<(), StoreError> {
+        if !self.stale {
+            return Ok(());
+        }
+        let (loaded, position) = crate::journal::load(self.store.as_ref())?;
+        let mut calls = self
+            .calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *calls = loaded;
+        self.position = position;
+        self.stale = false;
+        tracing::info!(position, "call state loaded again after a failed write");
+        Ok(())
     }
 }
 

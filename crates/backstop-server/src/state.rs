@@ -5,8 +5,6 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 
-use backstop_core::recover::strategy::StrategyTable;
-
 use crate::journal::CallState;
 use backstop_store::Store;
 use jiff::Timestamp;
@@ -93,16 +91,10 @@ impl AppState {
                 (k.hash.clone(), caller)
             })
             .collect();
-        let (mut calls, mut position) =
-            crate::journal::replay(store.as_ref(), StrategyTable::builtin(), now)?;
+        let (mut calls, mut position) = crate::journal::load(store.as_ref())?;
         // This server's strategies become the fleet's from here on in the journal.
         let announced = crate::journal::strategies_event(&catalog.strategy_files, now);
-        for entry in store.journal(&[announced], position)? {
-            if entry.id > position {
-                calls.apply(&entry.event);
-                position = entry.id;
-            }
-        }
+        calls.journal(store.as_ref(), &[announced], &mut position)?;
         if subscribe {
             // This server's [[notify]] targets become the ledger's from here on.
             crate::notify::subscribe(store.as_ref(), &config.notify.targets, now)?;

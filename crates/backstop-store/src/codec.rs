@@ -37,3 +37,22 @@ pub fn task_detail(detail: Option<&str>) -> Result<Option<crate::TaskEscalation>
         })
         .transpose()
 }
+
+/// A stored row read back.
+pub fn state_row(
+    kind: &str,
+    key: String,
+    caller: String,
+    body: String,
+    expires: Option<i64>,
+) -> Result<crate::StateRow, StoreError> {
+    let kind = crate::StateKind::parse(kind)
+        .ok_or_else(|| StoreError::Corrupt(format!("a call-state row of kind `{kind}`")))?;
+    Ok(crate::StateRow {
+        kind,
+        key,
+        caller,
+        body: Some(body),
+        expires: expires.map(timestamp).transpose()?,
+    })
+}

@@ -195,20 +195,27 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     fn purge(&self, before: Timestamp) -> Result<Purged, StoreError>;
 
     /// Appends call-level events (a failure's step, an outcome, a grant), in order, to the
-    /// call journal, and returns every event after `after` in journal order, the new ones
-    /// last.
+    /// call journal, hands every event after `after` (the new ones last) to `follow`, and
+    /// writes the call-state rows `follow` returns, with the journal's position, in the same
+    /// transaction. What it returns is what `follow` was given.
     ///
     /// One writer at a time across every process on the ledger (the journal has one order,
     /// and an event is visible only once every event before it is): a process that applies
-    /// what this returns, in order, has the state every other process has at that point.
-    fn journal(&self, events: &[CallEvent], after: i64) -> Result<Vec<JournalEntry>, StoreError>;
+    /// what `follow` is given, in order, has the state every other process has at that point,
+    /// and the rows it returns bring the kept call state to that point.
+    fn journal(
+        &self,
+        events: &[CallEvent],
+        after: i64,
+        follow: &mut dyn FnMut(&[JournalEntry]) -> Vec<StateRow>,
+    ) -> Result<Vec<JournalEntry>, StoreError>;
 
     /// The events after `after`, in journal order: what other processes journaled since.
     fn journal_after(&self, after: i64) -> Result<Vec<JournalEntry>, StoreError>;
 
-    /// The call-level events at or after `since`, in journal order, and the journal's last
-    /// position (0 when it is empty): a process starts from there.
-    fn events_since(&self, since: Timestamp) -> Result<(Vec<JournalEntry>, i64), StoreError>;
+    /// The kept call state and the journal position it reflects, read together under the
+    /// journal's lock: a process loads it, then applies the events after the position.
+    fn call_state(&self) -> Result<(Vec<StateRow>, i64), StoreError>;
 
     /// Opens a review item for a task's escalation, unless the caller's task has one open
     /// already: the new item, or `None`.
@@ -350,6 +357,8 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         filter: &NotificationFilter,
     ) -> Result<Vec<NotificationRecord>, StoreError>;
 }
+
+pub use backstop_core::recover::recovery::{StateKind, StateRow};
 
 /// A call-level event and its position in the journal (positions only grow, even across a
 /// purge).

@@ -62,6 +62,9 @@ pub enum RefusalCode {
     Forbidden,
     /// Too many requests: wait `Retry-After`.
     RateLimited,
+    /// The caller holds as many live tasks (or tools) as its quota allows: nothing was counted,
+    /// and nothing anyone holds was dropped to make room.
+    QuotaExceeded,
     /// The body is over the limit.
     TooLarge,
     /// The request took longer than the limit.
@@ -80,7 +83,7 @@ pub enum RefusalCode {
 
 impl RefusalCode {
     /// Every code.
-    pub const ALL: [RefusalCode; 33] = [
+    pub const ALL: [RefusalCode; 34] = [
         RefusalCode::Malformed,
         RefusalCode::UnknownJob,
         RefusalCode::UnknownCase,
@@ -107,6 +110,7 @@ impl RefusalCode {
         RefusalCode::StaleSignature,
         RefusalCode::Forbidden,
         RefusalCode::RateLimited,
+        RefusalCode::QuotaExceeded,
         RefusalCode::TooLarge,
         RefusalCode::Timeout,
         RefusalCode::Busy,
@@ -145,6 +149,7 @@ impl RefusalCode {
             RefusalCode::StaleSignature => "stale_signature",
             RefusalCode::Forbidden => "forbidden",
             RefusalCode::RateLimited => "rate_limited",
+            RefusalCode::QuotaExceeded => "quota_exceeded",
             RefusalCode::TooLarge => "too_large",
             RefusalCode::Timeout => "timeout",
             RefusalCode::Busy => "busy",
@@ -187,7 +192,9 @@ impl RefusalCode {
             RefusalCode::UnsafeValue
             | RefusalCode::UnknownTimeZone
             | RefusalCode::DuplicateRecipient => 422,
-            RefusalCode::IssuedCaseLimit | RefusalCode::RateLimited => 429,
+            RefusalCode::IssuedCaseLimit
+            | RefusalCode::RateLimited
+            | RefusalCode::QuotaExceeded => 429,
             RefusalCode::Internal => 500,
             RefusalCode::Timeout | RefusalCode::Busy | RefusalCode::NotReady => 503,
         }

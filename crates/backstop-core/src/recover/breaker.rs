@@ -137,7 +137,7 @@ pub enum Admission {
 }
 
 /// A breaker as a report shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct BreakerView {
     /// Where it stands now.
@@ -155,7 +155,8 @@ pub struct BreakerView {
 }
 
 /// The phase as stored; [`Breaker::phase_at`] turns it into the phase at a given time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 enum Phase {
     Closed,
     Open {
@@ -171,8 +172,8 @@ enum Phase {
     },
 }
 
-/// The circuit breaker of one tool.
-#[derive(Debug, Clone)]
+/// The circuit breaker of one tool (serialized whole: the ledger keeps it).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Breaker {
     config: BreakerConfig,
     phase: Phase,

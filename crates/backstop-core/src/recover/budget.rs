@@ -78,7 +78,7 @@ impl BudgetConfig {
 }
 
 /// A budget as a report shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct BudgetView {
     /// Tokens held now.
@@ -89,8 +89,8 @@ pub struct BudgetView {
     pub retries_allowed: bool,
 }
 
-/// The retry budget of one tool.
-#[derive(Debug, Clone)]
+/// The retry budget of one tool (serialized whole: the ledger keeps it).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RetryBudget {
     config: BudgetConfig,
     tokens: f64,

@@ -1,6 +1,7 @@
 //! Properties of the recovery over any sequence of failures.
 
 use backstop_core::Class;
+use backstop_core::recover::recovery::{Quota, StateKind, StateRow, task_key};
 use backstop_core::recover::{Action, Context, Recovery, RecoveryOptions, StrategyTable};
 use proptest::prelude::*;
 
@@ -78,7 +79,7 @@ proptest! {
     fn policy_denials_never_yield_a_retry_or_a_fallback(seq in prop::collection::vec(0usize..REPORTS.len(), 1..60), grants in 0u8..3) {
         let mut h = recovery();
         for _ in 0..grants {
-            h.grant("t");
+            h.grant("t", t(0));
         }
         let mut denied = false;
         for which in seq {
@@ -99,13 +100,65 @@ proptest! {
     }
 
     #[test]
-    fn the_lru_bound_holds(tasks in 1usize..400, bound in 1usize..50) {
-        let table = StrategyTable::load(Some(("m", &format!("[limits]\ntasks = {bound}\n")))).unwrap();
+    fn a_flood_of_tasks_and_tools_is_refused_at_its_quota_and_drops_nobodys_state(tasks in 1usize..400, bound in 1usize..50) {
+        let table = StrategyTable::load(Some(("m", &format!("[limits]\ntasks = {bound}\ntools = {bound}\n")))).unwrap();
         let mut h = Recovery::new(table, RecoveryOptions { seed: 3 });
+        // Another caller's task, stopped by a policy denial, before the flood.
+        let stopped = task_key("victim", "t");
+        let denial = failure(REPORTS[4]);
+        h.admit(&stopped, Some("shell"), t(0)).unwrap();
+        h.next(&stopped, &denial, &on("shell"), t(0));
         let f = failure(REPORTS[0]);
+        let mut admitted = 0;
         for i in 0..tasks {
-            h.next(&format!("task-{i}"), &f, &Context::default(), t(0));
-            prop_assert!(h.live_tasks() <= bound);
+            let task = task_key("flooder", &format!("task-{i}"));
+            let tool = format!("tool-{i}");
+            match h.admit(&task, Some(&tool), t(1)) {
+                Ok(()) => {
+                    admitted += 1;
+                    h.next(&task, &f, &on(&tool), t(1));
+                }
+                Err(Quota::Tasks { limit } | Quota::Tools { limit }) => prop_assert_eq!(limit, bound),
+            }
+            prop_assert!(h.live_tasks_of("flooder") <= bound);
+        }
+        prop_assert_eq!(admitted, tasks.min(bound));
+        // The victim's stop holds, and its tool stays known.
+        prop_assert_eq!(h.next(&stopped, &f, &on("api"), t(2)).action, Action::Stop);
+        prop_assert!(h.tool_views("shell", t(2)).is_some());
+    }
+
+    #[test]
+    fn a_recovery_loaded_from_its_rows_gives_the_same_steps(seq in prop::collection::vec((0usize..REPORTS.len(), 0usize..3, 0usize..3), 1..40), cut in 0usize..40) {
+        let mut live = recovery();
+        let mut rows: std::collections::BTreeMap<(StateKind, String), StateRow> = std::collections::BTreeMap::new();
+        let tools = ["api", "db", "llm"];
+        let step_of = |h: &mut Recovery, i: usize, (which, task, tool): (usize, usize, usize)| {
+            let task = task_key("agent", &format!("t{task}"));
+            let at = t(i64::try_from(i).unwrap());
+            h.admit(&task, Some(tools[tool]), at).unwrap();
+            h.next(&task, &failure(REPORTS[which]), &on(tools[tool]), at)
+        };
+        // Up to the cut, the ledger keeps what changed.
+        let cut = cut.min(seq.len());
+        for (i, &call) in seq[..cut].iter().enumerate() {
+            step_of(&mut live, i, call);
+            for row in live.take_changes() {
+                match row.body {
+                    Some(_) => { rows.insert((row.kind, row.key.clone()), row); }
+                    None => { rows.remove(&(row.kind, row.key.clone())); }
+                }
+            }
+        }
+        // A restart: a new recovery from the rows alone.
+        let mut loaded = recovery();
+        for row in rows.values() {
+            loaded.restore(row).unwrap();
+        }
+        for (i, &call) in seq.iter().enumerate().skip(cut) {
+            let a = step_of(&mut live, i, call);
+            let b = step_of(&mut loaded, i, call);
+            prop_assert_eq!(a, b);
         }
     }
 

@@ -92,7 +92,7 @@ fn unclassified_stops_with_its_reason_unless_granted_once() {
     let step = h.next("t", &f, &Context::default(), t(0));
     assert_eq!(step.action, Action::Stop);
     assert!(step.hint.contains("no rule matched"), "{}", step.hint);
-    h.grant("t");
+    h.grant("t", t(0));
     let step = h.next("t", &f, &Context::default(), t(0));
     assert_eq!(step.action, Action::RetrySame);
     assert!(step.reason.contains("operator granted"), "{}", step.reason);
@@ -501,5 +501,37 @@ fn a_bad_fallback_chain_is_refused_with_its_path() {
             ("chain.toml:tools.search.fallbacks[2]", "duplicate"),
             ("chain.toml:tools.search.fallbacks[3]", "bad_name"),
         ]
+    );
+}
+
+#[test]
+fn counts_expire_with_their_window_and_a_stop_never_does() {
+    use backstop_core::recover::recovery::TASK_WINDOW;
+    let mut h = recovery();
+    let transient = failure(r#"{"http_status": 503}"#);
+    let denial = failure(r#"{"message": "blocked by sandbox policy"}"#);
+    for _ in 0..3 {
+        h.next("counted", &transient, &on("api"), t(0));
+    }
+    h.next("stopped", &denial, &on("shell"), t(0));
+    let window = TASK_WINDOW.as_secs();
+    assert_eq!(
+        h.task_view("counted", t(window - 1)).task_used,
+        3,
+        "inside the window"
+    );
+    assert_eq!(h.task_view("counted", t(window)).task_used, 0, "past it");
+    let step = h.next("counted", &transient, &on("api"), t(window));
+    assert_eq!(step.attempts.task_used, 1, "the task starts again");
+    let later = t(window * 10);
+    assert_eq!(
+        h.next("stopped", &transient, &on("api"), later).action,
+        Action::Stop,
+        "a stop is kept until reset"
+    );
+    h.reset("stopped");
+    assert_ne!(
+        h.next("stopped", &transient, &on("api"), later).action,
+        Action::Stop
     );
 }

@@ -32,6 +32,10 @@ pub enum Event {
         /// never read.
         #[serde(default = "transient", deserialize_with = "class_or_transient")]
         class: Class,
+        /// The caller that reported it: a tool it names first counts against its quota
+        /// (absent in events journaled before quotas: no caller's).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        caller: String,
     },
     /// `tool_failure`: a tool's call failed, from `POST /v1/outcomes` (subject: the tool): its
     /// breaker and budget.
@@ -39,6 +43,9 @@ pub enum Event {
         /// The failure's class.
         #[serde(default = "transient", deserialize_with = "class_or_transient")]
         class: Class,
+        /// The caller that reported it (see `success`).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        caller: String,
     },
     /// `grant`: an operator grants the task one retry of its next unclassified failure, from
     /// `POST /v1/grants` (subject: the task).
@@ -308,15 +315,23 @@ pub(super) mod tests {
             (stored.kind, stored.body)
         };
         let pair = |kind: &str, body: &str| (kind.to_owned(), body.to_owned());
-        let class = Class::Transient;
+        let (class, caller) = (Class::Transient, String::new());
         assert_eq!(
-            written(Event::Success { class }),
+            written(Event::Success { class, caller }),
             pair("success", r#"{"class":"transient"}"#)
         );
-        let class = Class::RateLimited;
+        let (class, caller) = (Class::RateLimited, String::new());
         assert_eq!(
-            written(Event::ToolFailure { class }),
+            written(Event::ToolFailure { class, caller }),
             pair("tool_failure", r#"{"class":"rate_limited"}"#)
+        );
+        let (class, caller) = (Class::RateLimited, "research-agent".to_owned());
+        assert_eq!(
+            written(Event::ToolFailure { class, caller }),
+            pair(
+                "tool_failure",
+                r#"{"class":"rate_limited","caller":"research-agent"}"#
+            )
         );
         assert_eq!(written(Event::TaskSuccess {}), pair("task_success", "{}"));
         let by = "dana".to_owned();
@@ -357,8 +372,20 @@ pub(super) mod tests {
     fn a_tool_outcome_with_a_class_unknown_here_or_none_is_transient() {
         for body in [r#"{"class":"cosmic_ray"}"#, r#"{"class":7}"#, "{}"] {
             for (kind, expected) in [
-                ("tool_failure", Event::ToolFailure { class: transient() }),
-                ("success", Event::Success { class: transient() }),
+                (
+                    "tool_failure",
+                    Event::ToolFailure {
+                        class: transient(),
+                        caller: String::new(),
+                    },
+                ),
+                (
+                    "success",
+                    Event::Success {
+                        class: transient(),
+                        caller: String::new(),
+                    },
+                ),
             ] {
                 let event = CallEvent {
                     kind: kind.to_owned(),

@@ -4,48 +4,45 @@
 //!
 //! - `event`: the events, one variant per kind, and their stored form
 
-use std::num::NonZeroUsize;
+use std::collections::{HashMap, HashSet, VecDeque};
 
+use backstop_core::recover::recovery::{IDEMPOTENCY_WINDOW, Quota, StateKind, StateRow};
 use backstop_core::recover::strategy::StrategyTable;
 use backstop_core::recover::{Recovery, RecoveryOptions, Step};
-use backstop_store::{CallEvent, Store, StoreError};
-use jiff::{SignedDuration, Timestamp};
-use lru::LruCache;
+use backstop_store::{CallEvent, JournalEntry, Store, StoreError};
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
 
 mod event;
 
+pub use backstop_core::recover::recovery::{caller_and_task, task_key};
 pub(crate) use event::redacted;
 pub use event::{Event, FailureEvent, IdempotencyMark};
 
 /// The recovery's jitter seed: fixed, so every process replaying the journal gets the same delays.
 pub const HINTER_SEED: u64 = 0x6261_636b_7374_6f70;
 
-/// How far back the call journal is replayed into a recovery at start.
-pub const REPLAY_WINDOW: SignedDuration = SignedDuration::from_hours(24);
-
-/// How long an idempotency key is remembered.
-pub const IDEMPOTENCY_WINDOW: SignedDuration = SignedDuration::from_hours(24);
-
-/// Idempotency keys remembered at most (the least recently used are forgotten first).
-const IDEMPOTENCY_KEYS: usize = 16_384;
-
 /// What an idempotency key answered first.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct Remembered {
     hash: String,
     step: Step,
     at: Timestamp,
 }
 
-/// The call-level state the journal builds: the recovery, and the steps idempotency keys got.
+/// The call-level state the journal builds: the recovery, the steps idempotency keys got, and
+/// the strategy files in use. Every change is handed to the ledger as rows ([`CallState::take_rows`]),
+/// written in the transaction of the events that made it, so a restart loads it whole.
 #[derive(Debug)]
 pub struct CallState {
     /// Task counters, tool breakers and budgets.
     pub recovery: Recovery,
-    idempotent: LruCache<String, Remembered>,
-    /// Tasks that escalated since their last reset: their review item is open (or was resolved
-    /// without a reset), so a further escalation opens none.
-    escalated: LruCache<String, ()>,
+    idempotent: HashMap<String, Remembered>,
+    /// Idempotency keys in the order they were first used, to forget each past its window.
+    idempotent_order: VecDeque<(Timestamp, String)>,
+    changed_keys: HashSet<String>,
+    strategies: Vec<(String, String)>,
+    strategies_changed: bool,
 }
 
 /// What applying one event gave.
@@ -66,6 +63,8 @@ pub enum Applied {
     Replayed(Step),
     /// A failure whose idempotency key came with another request: nothing counted.
     Conflict,
+    /// The caller is at its quota of live tasks or tools: nothing counted, nothing dropped.
+    OverQuota(Quota),
 }
 
 impl CallState {
@@ -73,12 +72,11 @@ impl CallState {
     pub fn new(recovery: Recovery) -> CallState {
         CallState {
             recovery,
-            idempotent: LruCache::new(
-                NonZeroUsize::new(IDEMPOTENCY_KEYS).unwrap_or(NonZeroUsize::MIN),
-            ),
-            escalated: LruCache::new(
-                NonZeroUsize::new(IDEMPOTENCY_KEYS).unwrap_or(NonZeroUsize::MIN),
-            ),
+            idempotent: HashMap::new(),
+            idempotent_order: VecDeque::new(),
+            changed_keys: HashSet::new(),
+            strategies: Vec::new(),
+            strategies_changed: false,
         }
     }
 
@@ -93,26 +91,42 @@ impl CallState {
             }
         };
         let (subject, at) = (stored.subject.as_str(), stored.at);
-        match event {
+        let refused = match event {
             Event::Failure(failure) => return self.count_failure(*failure, subject, at),
-            Event::Strategies { files } => self.use_strategies(&files),
-            Event::Success { .. } => self.recovery.record_success(subject, at),
-            Event::ToolFailure { class } => self.recovery.record_failure(subject, class, at),
-            Event::Grant { .. } => self.recovery.grant(subject),
+            Event::Strategies { files } => {
+                self.use_strategies(files);
+                Ok(())
+            }
+            Event::Success { caller, .. } => self
+                .recovery
+                .admit_tool(&caller, subject, at)
+                .map(|()| self.recovery.record_success(subject, at)),
+            Event::ToolFailure { class, caller } => self
+                .recovery
+                .admit_tool(&caller, subject, at)
+                .map(|()| self.recovery.record_failure(subject, class, at)),
+            Event::Grant { .. } => self
+                .recovery
+                .admit(subject, None, at)
+                .map(|()| self.recovery.grant(subject, at)),
             Event::TaskSuccess {} | Event::TaskReset { .. } => {
-                self.escalated.pop(subject);
                 self.recovery.record_task_success(subject);
+                Ok(())
             }
             Event::TaskResetAll { .. } => {
-                self.escalated.pop(subject);
                 self.recovery.reset(subject);
+                Ok(())
             }
+        };
+        match refused {
+            Ok(()) => Applied::Nothing,
+            Err(quota) => Applied::OverQuota(quota),
         }
-        Applied::Nothing
     }
 
     /// A task's failure: its step, or the step its idempotency key got first.
     fn count_failure(&mut self, failure: FailureEvent, task: &str, at: Timestamp) -> Applied {
+        self.forget_keys_before(at);
         if let Some(mark) = &failure.idempotency
             && let Some(first) = self.idempotent.get(&mark.key)
             && at.duration_since(first.at) < IDEMPOTENCY_WINDOW
@@ -123,11 +137,19 @@ impl CallState {
                 Applied::Conflict
             };
         }
+        if let Err(quota) = self
+            .recovery
+            .admit(task, failure.context.tool.as_deref(), at)
+        {
+            return Applied::OverQuota(quota);
+        }
         let step = self
             .recovery
             .next(task, &failure.classification, &failure.context, at);
         if let Some(mark) = failure.idempotency {
-            self.idempotent.put(
+            self.idempotent_order.push_back((at, mark.key.clone()));
+            self.changed_keys.insert(mark.key.clone());
+            self.idempotent.insert(
                 mark.key,
                 Remembered {
                     hash: mark.hash,
@@ -138,24 +160,143 @@ impl CallState {
         }
         // Decided here, in journal order, so every process agrees which escalation of a
         // task is its first (and no request handler waits on this state's lock).
-        let first_escalation =
-            step.escalation.is_some() && self.escalated.put(task.to_owned(), ()).is_none();
+        let first_escalation = step.escalation.is_some() && self.recovery.mark_escalated(task);
         Applied::Step {
             step,
             first_escalation,
         }
     }
 
+    /// Forgets the idempotency keys whose window passed before `now`.
+    fn forget_keys_before(&mut self, now: Timestamp) {
+        while let Some((at, _)) = self.idempotent_order.front() {
+            if *at + IDEMPOTENCY_WINDOW > now {
+                break;
+            }
+            let Some((at, key)) = self.idempotent_order.pop_front() else {
+                break;
+            };
+            if self.idempotent.get(&key).is_some_and(|r| r.at == at) {
+                self.idempotent.remove(&key);
+                self.changed_keys.insert(key);
+            }
+        }
+    }
+
     /// Takes up the strategy files a server journaled at its start or reload: from here on in
     /// the journal, every process uses them.
-    fn use_strategies(&mut self, files: &[(String, String)]) {
-        match crate::catalog::strategy_table(files) {
-            Ok(table) => self.recovery.set_table(table),
+    fn use_strategies(&mut self, files: Vec<(String, String)>) {
+        match crate::catalog::strategy_table(&files) {
+            Ok(table) => {
+                self.recovery.set_table(table);
+                self.strategies = files;
+                self.strategies_changed = true;
+            }
             Err(issues) => {
                 let listed: Vec<String> = issues.iter().map(ToString::to_string).collect();
                 tracing::error!(issues = %listed.join("; "), "journaled strategies refused; the ones in use stay");
             }
         }
+    }
+
+    /// The rows changed since they were last taken, as the ledger keeps them.
+    pub fn take_rows(&mut self) -> Vec<StateRow> {
+        let mut rows = self.recovery.take_changes();
+        for key in std::mem::take(&mut self.changed_keys) {
+            let remembered = self.idempotent.get(&key);
+            rows.push(StateRow {
+                kind: StateKind::Idempotency,
+                caller: caller_and_task(&key).0.to_owned(),
+                body: remembered.and_then(|r| serde_json::to_string(r).ok()),
+                expires: remembered.map(|r| r.at + IDEMPOTENCY_WINDOW),
+                key,
+            });
+        }
+        if std::mem::take(&mut self.strategies_changed) {
+            rows.push(StateRow {
+                kind: StateKind::Strategies,
+                key: String::new(),
+                caller: String::new(),
+                body: serde_json::to_string(&self.strategies).ok(),
+                expires: None,
+            });
+        }
+        rows
+    }
+
+    /// The state the ledger keeps: its rows taken up (strategies first, so the tasks and tools
+    /// are read under the table they were kept under).
+    ///
+    /// # Errors
+    /// A row is not its kind's JSON.
+    fn restore(&mut self, rows: &[StateRow]) -> Result<(), StoreError> {
+        let corrupt = |row: &StateRow, e: &dyn std::fmt::Display| {
+            StoreError::Corrupt(format!(
+                "the call state's {} row `{}`: {e}",
+                row.kind.as_str(),
+                row.key
+            ))
+        };
+        for row in rows.iter().filter(|r| r.kind == StateKind::Strategies) {
+            let files: Vec<(String, String)> =
+                serde_json::from_str(row.body.as_deref().unwrap_or("[]"))
+                    .map_err(|e| corrupt(row, &e))?;
+            self.use_strategies(files);
+        }
+        for row in rows {
+            match row.kind {
+                StateKind::Task | StateKind::Tool => {
+                    self.recovery.restore(row).map_err(|e| corrupt(row, &e))?;
+                }
+                StateKind::Idempotency => {
+                    let remembered: Remembered =
+                        serde_json::from_str(row.body.as_deref().unwrap_or(""))
+                            .map_err(|e| corrupt(row, &e))?;
+                    self.idempotent_order
+                        .push_back((remembered.at, row.key.clone()));
+                    self.idempotent.insert(row.key.clone(), remembered);
+                }
+                StateKind::Strategies => {}
+            }
+        }
+        self.idempotent_order.make_contiguous().sort();
+        // What was just read is what the ledger holds: nothing to write back.
+        self.recovery.take_changes();
+        self.changed_keys.clear();
+        self.strategies_changed = false;
+        Ok(())
+    }
+
+    /// Journals `events` after `position` and applies every event the journal hands back (other
+    /// processes' too), writing the changed rows in the same transaction: what each of the new
+    /// events gave, and the new position.
+    ///
+    /// # Errors
+    /// The ledger failed; then this state may be ahead of it and must be loaded again.
+    pub fn journal(
+        &mut self,
+        store: &dyn Store,
+        events: &[CallEvent],
+        position: &mut i64,
+    ) -> Result<Vec<Applied>, StoreError> {
+        let mut applied = Vec::new();
+        let mut reached = *position;
+        let entries = store.journal(events, *position, &mut |entries: &[JournalEntry]| {
+            for entry in entries {
+                if entry.id > reached {
+                    applied.push(self.apply(&entry.event));
+                    reached = entry.id;
+                } else {
+                    applied.push(Applied::Nothing);
+                }
+            }
+            self.take_rows()
+        })?;
+        *position = reached;
+        let own = entries.len().checked_sub(events.len()).ok_or_else(|| {
+            StoreError::Corrupt("the journal returned fewer events than it took".to_owned())
+        })?;
+        Ok(applied.split_off(own.min(applied.len())))
     }
 }
 
@@ -167,33 +308,39 @@ pub fn strategies_event(files: &[(String, String)], at: Timestamp) -> CallEvent 
     .to_stored(at, String::new())
 }
 
-/// The call state over `table` with the journal of the last [`REPLAY_WINDOW`] applied, and
-/// the journal position it reached.
-pub fn replay(
-    store: &dyn Store,
-    table: StrategyTable,
-    now: Timestamp,
-) -> Result<(CallState, i64), StoreError> {
-    let mut state = CallState::new(Recovery::new(table, RecoveryOptions { seed: HINTER_SEED }));
-    let (entries, position) = store.events_since(now - REPLAY_WINDOW)?;
+/// The call state the ledger keeps (over the built-in strategies until a journaled table
+/// says otherwise), with every event after its position applied, and the position reached: a
+/// process starts from here, at any age of the state.
+///
+/// # Errors
+/// The ledger failed, or a kept row is not its kind's JSON.
+pub fn load(store: &dyn Store) -> Result<(CallState, i64), StoreError> {
+    let options = RecoveryOptions { seed: HINTER_SEED };
+    let mut state = CallState::new(Recovery::new(StrategyTable::builtin(), options));
+    let (rows, mut position) = store.call_state()?;
+    state.restore(&rows)?;
+    let entries = store.journal_after(position)?;
     for entry in &entries {
         state.apply(&entry.event);
+        position = entry.id;
     }
     tracing::info!(
+        rows = rows.len(),
         events = entries.len(),
-        "call journal replayed into the recovery"
+        "call state loaded from the ledger"
     );
     Ok((state, position))
 }
 
-/// The recovery's key for a caller's task.
-pub fn task_key(caller: &str, task: &str) -> String {
-    format!("{caller}\u{1f}{task}")
-}
-
-/// The caller and the task a [`task_key`] names (no caller for a key without one).
-pub fn caller_and_task(key: &str) -> (&str, &str) {
-    key.split_once('\u{1f}').unwrap_or(("", key))
+/// For a process that journals now and then (the CLI): the call state loaded, `events`
+/// journaled and applied with the rows they change in one transaction; the state after them.
+///
+/// # Errors
+/// The ledger failed.
+pub fn journal_once(store: &dyn Store, events: &[CallEvent]) -> Result<CallState, StoreError> {
+    let (mut state, mut position) = load(store)?;
+    state.journal(store, events, &mut position)?;
+    Ok(state)
 }
 
 /// The decision on a task's review item that lets its agent try again.
@@ -216,6 +363,9 @@ pub fn task_review_reset(item: &backstop_store::ReviewItem, by: &str) -> Option<
 mod tests {
     use super::event::tests::{STORED, stored};
     use super::*;
+    use backstop_core::Class;
+    use backstop_core::recover::breaker::BreakerState;
+    use jiff::SignedDuration;
 
     #[test]
     fn a_journal_stored_before_the_enum_replays() {
@@ -276,6 +426,127 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    /// A failure event of `caller`'s `task` with `tool`, under an idempotency key.
+    fn keyed_failure(caller: &str, task: &str, key: &str, at: Timestamp) -> CallEvent {
+        static CLASSIFIED: std::sync::LazyLock<backstop_core::classify::Classification> =
+            std::sync::LazyLock::new(|| {
+                backstop_core::classify::classify(
+                    &backstop_core::classify::RuleSet::builtin(),
+                    &backstop_core::report::Report::from_json(r#"{"http_status": 503}"#).unwrap(),
+                    Timestamp::UNIX_EPOCH,
+                )
+            });
+        let classification = CLASSIFIED.clone();
+        let context = backstop_core::recover::Context {
+            tool: Some("search".to_owned()),
+            ..Default::default()
+        };
+        let mark = IdempotencyMark {
+            key: task_key(caller, key),
+            hash: "h".to_owned(),
+        };
+        Event::Failure(Box::new(redacted(classification, context, Some(mark))))
+            .to_stored(at, task_key(caller, task))
+    }
+
+    /// The state loaded from the rows `from` handed over so far.
+    fn reloaded(rows: &[StateRow]) -> CallState {
+        let options = RecoveryOptions { seed: HINTER_SEED };
+        let mut calls = CallState::new(Recovery::new(StrategyTable::builtin(), options));
+        calls.restore(rows).unwrap();
+        calls
+    }
+
+    /// Rows as the ledger keeps them: the last write of each, deletions applied.
+    fn kept(
+        rows: Vec<StateRow>,
+        into: &mut std::collections::BTreeMap<(StateKind, String), StateRow>,
+    ) {
+        for row in rows {
+            let key = (row.kind, row.key.clone());
+            if row.body.is_some() {
+                into.insert(key, row);
+            } else {
+                into.remove(&key);
+            }
+        }
+    }
+
+    #[test]
+    fn an_idempotency_key_outlives_a_flood_of_other_keys_and_a_restart() {
+        let options = RecoveryOptions { seed: HINTER_SEED };
+        let mut calls = CallState::new(Recovery::new(StrategyTable::builtin(), options));
+        let start = stored(0).at;
+        let Applied::Step { step: first, .. } = calls.apply(&keyed_failure("a", "t", "k-1", start))
+        else {
+            panic!("counted")
+        };
+        // More keys than the old shared list held (16,384), from another caller.
+        for i in 0..16_500 {
+            calls.apply(&keyed_failure(
+                "b",
+                &format!("t{}", i % 50),
+                &format!("k{i}"),
+                start,
+            ));
+        }
+        let resend = keyed_failure("a", "t", "k-1", start + SignedDuration::from_hours(1));
+        assert_eq!(calls.apply(&resend), Applied::Replayed(first.clone()));
+        let mut rows = std::collections::BTreeMap::new();
+        kept(calls.take_rows(), &mut rows);
+        let rows: Vec<StateRow> = rows.into_values().collect();
+        let mut restarted = reloaded(&rows);
+        assert_eq!(restarted.apply(&resend), Applied::Replayed(first));
+        // Past its window the key is forgotten, and its row deleted.
+        let late = keyed_failure("a", "t", "k-1", start + IDEMPOTENCY_WINDOW);
+        assert!(matches!(restarted.apply(&late), Applied::Step { .. }));
+    }
+
+    #[test]
+    fn an_open_breaker_outlives_a_flood_of_tool_names_and_a_restart() {
+        let options = RecoveryOptions { seed: HINTER_SEED };
+        let mut calls = CallState::new(Recovery::new(StrategyTable::builtin(), options));
+        let at = stored(0).at;
+        let outcome = |caller: &str, tool: &str| {
+            Event::ToolFailure {
+                class: Class::Transient,
+                caller: caller.to_owned(),
+            }
+            .to_stored(at, tool.to_owned())
+        };
+        for _ in 0..20 {
+            calls.apply(&outcome("a", "search"));
+        }
+        let open = |calls: &CallState| {
+            calls
+                .recovery
+                .tool_views("search", at)
+                .map(|(breaker, _)| breaker.state)
+        };
+        assert_eq!(open(&calls), Some(BreakerState::Open));
+        let mut refused = 0;
+        for i in 0..20_000 {
+            if let Applied::OverQuota(_) = calls.apply(&outcome("b", &format!("tool-{i}"))) {
+                refused += 1;
+            }
+        }
+        let quota = StrategyTable::builtin().limits.tools;
+        assert_eq!(
+            refused,
+            20_000 - quota,
+            "the flooder is refused past its quota"
+        );
+        assert_eq!(
+            open(&calls),
+            Some(BreakerState::Open),
+            "the breaker stays open"
+        );
+        let mut rows = std::collections::BTreeMap::new();
+        kept(calls.take_rows(), &mut rows);
+        let rows: Vec<StateRow> = rows.into_values().collect();
+        assert_eq!(open(&reloaded(&rows)), Some(BreakerState::Open));
     }
 
     #[test]

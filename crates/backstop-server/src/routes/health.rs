@@ -48,7 +48,9 @@ pub async fn readyz(State(state): State<Arc<AppState>>) -> Result<Json<Ready>, A
         .map_err(|e| ApiError::internal("a readiness check failed", &e))?
         .map_err(|e| {
             tracing::error!(error = %e, "the ledger does not answer");
-            ApiError::new(RefusalCode::NotReady, "the ledger does not answer")
+            let mut not_ready = ApiError::new(RefusalCode::NotReady, "the ledger does not answer");
+            not_ready.retry_after = Some(1);
+            not_ready
         })?;
     let jobs: Vec<String> = state.catalog().packs.keys().cloned().collect();
     Ok(Json(Ready {
@@ -70,7 +72,7 @@ pub async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let recovery = &calls.recovery;
         recovery
-            .tool_names()
+            .tool_names(now)
             .into_iter()
             .filter_map(|tool| {
                 let (breaker, _) = recovery.tool_views(&tool, now)?;

@@ -142,10 +142,24 @@ pub async fn recover(
             "this Idempotency-Key came with another request in the last 24 hours; nothing was \
              counted: send the first request again, or this one with a new key",
         )),
+        Applied::OverQuota(quota) => Err(over_quota(quota)),
         Applied::Nothing => Err(ApiError::internal(
             "the call journal",
             &"gave no step for a failure",
         )),
+    }
+}
+
+/// The refusal of a caller at its quota of live tasks or tools.
+pub(crate) fn over_quota(quota: backstop_core::recover::recovery::Quota) -> ApiError {
+    ApiError::new(RefusalCode::QuotaExceeded, quota.message())
+}
+
+/// Refuses an event the journal applied as over its caller's quota.
+pub(crate) fn refuse_over_quota(applied: &Applied) -> Result<(), ApiError> {
+    match applied {
+        Applied::OverQuota(quota) => Err(over_quota(*quota)),
+        _ => Ok(()),
     }
 }
 
@@ -297,11 +311,17 @@ pub async fn outcomes(
     let class = body.class.unwrap_or(Class::Transient);
     let now = Timestamp::now();
     let event = match body.outcome {
-        OutcomeKind::Success => Event::Success { class },
-        OutcomeKind::Failure => Event::ToolFailure { class },
+        OutcomeKind::Success => Event::Success {
+            class,
+            caller: caller.id.clone(),
+        },
+        OutcomeKind::Failure => Event::ToolFailure {
+            class,
+            caller: caller.id.clone(),
+        },
     };
     let tool = body.tool.clone();
-    state.attempts.journal(event.to_stored(now, tool)).await?;
+    refuse_over_quota(&state.attempts.journal(event.to_stored(now, tool)).await?)?;
     if let Some(task) = body.task.as_deref() {
         let task = task_key(&caller.id, task);
         let event = Event::TaskSuccess {};
@@ -324,7 +344,7 @@ pub async fn tools(
     let calls = lock(&state);
     let recovery = &calls.recovery;
     let tools = recovery
-        .tool_names()
+        .tool_names(now)
         .iter()
         .map(|tool| tool_view(recovery, tool, now))
         .collect();
@@ -394,7 +414,7 @@ pub async fn grants(
     let event = Event::Grant {
         by: caller.id.clone(),
     };
-    state.attempts.journal(event.to_stored(now, task)).await?;
+    refuse_over_quota(&state.attempts.journal(event.to_stored(now, task)).await?)?;
     Ok(Json(GrantAnswer {
         task: body.task,
         caller: owner,

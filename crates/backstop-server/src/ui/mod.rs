@@ -425,7 +425,7 @@ async fn fleet_page(State(state): State<Arc<AppState>>, headers: HeaderMap) -> R
         let calls = crate::routes::recover::lock(&state);
         let recovery = &calls.recovery;
         fleet.tools = recovery
-            .tool_names()
+            .tool_names(now)
             .iter()
             .map(|tool| crate::routes::recover::tool_view(recovery, tool, now))
             .collect();

@@ -184,6 +184,10 @@ async fn queue_rows(browser: &Client) -> usize {
 }
 
 #[test]
+#[cfg_attr(
+    not(backstop_browser),
+    ignore = "needs BACKSTOP_TEST_BROWSER=1 and chromium with chromium-driver"
+)]
 #[allow(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 fn an_operator_works_the_queue_in_a_browser() {
     let Some(driver) = driver() else {

@@ -16,6 +16,7 @@ mod effects;
 mod fleet;
 mod idempotency;
 mod jobs;
+mod keeping;
 mod limits;
 mod mcp;
 mod notify;

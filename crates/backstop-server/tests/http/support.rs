@@ -74,7 +74,10 @@ mod postgres_ledger {
             .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
             .unwrap();
         let separator = if base.contains('?') { '&' } else { '?' };
-        let url = format!("{base}{separator}options=-c%20search_path%3D{schema}");
+        // The schema names the connections too, so a test can find (and cut) them.
+        let url = format!(
+            "{base}{separator}options=-c%20search_path%3D{schema}&application_name={schema}"
+        );
         (schema, url)
     }
 
@@ -226,6 +229,11 @@ impl Answer {
 }
 
 impl Server {
+    /// The `application_name` of the server's `PostgreSQL` connections, when on `PostgreSQL`.
+    pub fn application_name(&self) -> Option<&str> {
+        self.schema.as_deref()
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.address)
     }

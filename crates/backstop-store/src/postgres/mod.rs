@@ -20,15 +20,19 @@ use backstop_core::pack::Pack;
 use jiff::Timestamp;
 use postgres::{Client, NoTls};
 
+use self::connection::{Reconnecting, Session};
+
 use backstop_core::effects::{DispatchRequest, DispatchState};
 
 use crate::{
     AttemptCount, CallEvent, CaseRecord, DeliveryRecord, DispatchContext, DispatchFilter,
     DispatchRecord, DispatchReply, DispatchUpdate, JournalEntry, NotificationFilter,
-    NotificationRecord, NotifyOutcome, Purged, Reply, Resolution, ReviewFilter, ReviewItem, Store,
-    StoreError, Subscription, TaskEscalation,
+    NotificationRecord, NotifyOutcome, Purged, Reply, Resolution, ReviewFilter, ReviewItem,
+    StateRow, Store, StoreError, Subscription, TaskEscalation,
 };
 
+mod call_state;
+mod connection;
 mod effects;
 mod ledger;
 mod notify;
@@ -38,12 +42,10 @@ mod schema;
 /// The `PostgreSQL` store.
 pub struct PostgresStore {
     /// Attempts and the call journal: the service's ledger thread is its one user.
-    client: Mutex<Client>,
+    client: Mutex<Reconnecting>,
     /// Everything else (case and review reads, review items, the purge), so that none of it
     /// ever holds up an attempt or a journal event.
-    side: Mutex<Client>,
-    /// The call journal's statements, prepared once: each call is then one round trip.
-    journal: queries::JournalStatements,
+    side: Mutex<Reconnecting>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -54,15 +56,16 @@ impl std::fmt::Debug for PostgresStore {
 
 impl PostgresStore {
     /// Connects with a libpq-style string (`host=127.0.0.1 user=postgres dbname=backstop`, or
-    /// a `postgres://` URL) and brings the schema up to date.
+    /// a `postgres://` URL) and brings the schema up to date. Both connections come back on
+    /// their own after the server closes them ([`connection`]).
     pub fn connect(config: &str) -> Result<Self, StoreError> {
-        let mut client = session(config)?;
-        schema::migrate(&mut client)?;
-        let journal = queries::JournalStatements::prepare(&mut client)?;
+        let mut migrator = Client::connect(config, NoTls)
+            .map_err(|e| StoreError::Database(format!("cannot connect to PostgreSQL: {e}")))?;
+        schema::migrate(&mut migrator)?;
+        drop(migrator);
         Ok(Self {
-            client: Mutex::new(client),
-            side: Mutex::new(session(config)?),
-            journal,
+            client: Mutex::new(Reconnecting::connect(config)?),
+            side: Mutex::new(Reconnecting::connect(config)?),
         })
     }
 
@@ -71,37 +74,39 @@ impl PostgresStore {
         &self,
         work: impl FnOnce(&mut Client) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let mut client = self
+        let mut connection = self
             .side
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        work(&mut client)
+        let client = &mut connection.session()?.client;
+        let done = work(client);
+        cut_is_busy(done, client.is_closed())
     }
 
     fn with<T>(
         &self,
-        work: impl FnOnce(&mut Client) -> Result<T, StoreError>,
+        work: impl FnOnce(&mut Session) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let mut client = self
+        let mut connection = self
             .client
             .lock()
             // A panic mid-call rolled its transaction back: the connection is sound.
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        work(&mut client)
+        let session = connection.session()?;
+        let done = work(session);
+        cut_is_busy(done, session.client.is_closed())
     }
 }
 
-/// One connection, set up for the ledger's queries.
-fn session(config: &str) -> Result<Client, StoreError> {
-    let mut client = Client::connect(config, NoTls)
-        .map_err(|e| StoreError::Database(format!("cannot connect to PostgreSQL: {e}")))?;
-    // The ledger's queries touch a few rows each: a parallel plan only adds a worker's start
-    // (about 5 ms) where the planner's estimate is stale, as it is for the newest journal
-    // events.
-    client
-        .batch_execute("SET max_parallel_workers_per_gather = 0")
-        .map_err(|e| StoreError::Database(format!("cannot configure the session: {e}")))?;
-    Ok(client)
+/// A failure that closed the connection (the server went away mid-call) is `Busy`: nothing was
+/// committed, and the next call connects again.
+fn cut_is_busy<T>(done: Result<T, StoreError>, closed: bool) -> Result<T, StoreError> {
+    match done {
+        Err(StoreError::Database(detail)) if closed => Err(StoreError::Busy(format!(
+            "the PostgreSQL connection was cut: {detail}"
+        ))),
+        other => other,
+    }
 }
 
 impl Store for PostgresStore {
@@ -112,7 +117,7 @@ impl Store for PostgresStore {
         request: Request,
         now: Timestamp,
     ) -> Result<Reply, StoreError> {
-        self.with(|client| ledger::decide(client, &pack, caller, &request, now))
+        self.with(|session| ledger::decide(&mut session.client, &pack, caller, &request, now))
     }
 
     fn case(
@@ -149,16 +154,21 @@ impl Store for PostgresStore {
         self.side(|client| queries::purge(client, before))
     }
 
-    fn journal(&self, events: &[CallEvent], after: i64) -> Result<Vec<JournalEntry>, StoreError> {
-        self.with(|client| queries::journal(client, &self.journal, events, after))
+    fn journal(
+        &self,
+        events: &[CallEvent],
+        after: i64,
+        follow: &mut dyn FnMut(&[JournalEntry]) -> Vec<StateRow>,
+    ) -> Result<Vec<JournalEntry>, StoreError> {
+        self.with(|session| call_state::journal(session, events, after, follow))
     }
 
     fn journal_after(&self, after: i64) -> Result<Vec<JournalEntry>, StoreError> {
-        self.with(|client| queries::journal_after(client, after))
+        self.with(|session| queries::journal_after(&mut session.client, after))
     }
 
-    fn events_since(&self, since: Timestamp) -> Result<(Vec<JournalEntry>, i64), StoreError> {
-        self.with(|client| queries::events_since(client, since))
+    fn call_state(&self) -> Result<(Vec<StateRow>, i64), StoreError> {
+        self.with(|session| call_state::load(&mut session.client))
     }
 
     fn open_task_review(
@@ -172,10 +182,22 @@ impl Store for PostgresStore {
     }
 
     fn ping(&self) -> Result<(), StoreError> {
-        self.side(|client| {
-            client.simple_query("SELECT 1")?;
-            Ok(())
-        })
+        // Both connections: the service is ready only when each of them answers. A connection
+        // found cut is made again and asked once more (a ping changes nothing).
+        let ledger = || {
+            self.with(|session| {
+                session.client.simple_query("SELECT 1")?;
+                Ok(())
+            })
+        };
+        let side = || {
+            self.side(|client| {
+                client.simple_query("SELECT 1")?;
+                Ok(())
+            })
+        };
+        ledger().or_else(|_| ledger())?;
+        side().or_else(|_| side())
     }
 
     fn dispatch(

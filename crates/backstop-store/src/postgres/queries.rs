@@ -179,7 +179,17 @@ pub fn purge(client: &mut Client, before: Timestamp) -> Result<Purged, StoreErro
         "DELETE FROM reviews WHERE resolved_at IS NOT NULL AND resolved_at < $1",
         &[&cutoff],
     )?;
-    let events = tx.execute("DELETE FROM events WHERE at < $1", &[&cutoff])?;
+    // Only events the kept call state already reflects: the rest are still to be applied.
+    let events = tx.execute(
+        "DELETE FROM events WHERE at < $1
+           AND id <= (SELECT position FROM call_position WHERE id = 1)",
+        &[&cutoff],
+    )?;
+    // Call state past its window (a policy stop has none and stays).
+    tx.execute(
+        "DELETE FROM call_state WHERE expires IS NOT NULL AND expires < $1",
+        &[&cutoff],
+    )?;
     let dispatches = tx.execute("DELETE FROM dispatches WHERE updated_at < $1", &[&cutoff])?;
     let deliveries = tx.execute("DELETE FROM deliveries WHERE received_at < $1", &[&cutoff])?;
     let notifications = super::notify::purge(&mut tx, cutoff)?;
@@ -205,7 +215,7 @@ pub fn purge(client: &mut Client, before: Timestamp) -> Result<Purged, StoreErro
 /// The call journal's statement, prepared once per connection.
 #[derive(Debug, Clone)]
 pub struct JournalStatements {
-    append: Statement,
+    pub(super) append: Statement,
 }
 
 impl JournalStatements {
@@ -219,23 +229,6 @@ impl JournalStatements {
     }
 }
 
-/// Appends `events` and reads every event after `after`, in one statement (one transaction,
-/// one round trip) holding the journal's advisory lock: ids are taken and committed in lock
-/// order, so the journal has one order across processes and a reader never sees an event
-/// before an earlier one commits.
-pub fn journal(
-    client: &mut Client,
-    statements: &JournalStatements,
-    events: &[CallEvent],
-    after: i64,
-) -> Result<Vec<JournalEntry>, StoreError> {
-    let at: Vec<i64> = events.iter().map(|e| e.at.as_millisecond()).collect();
-    let kind: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
-    let subject: Vec<&str> = events.iter().map(|e| e.subject.as_str()).collect();
-    let body: Vec<&str> = events.iter().map(|e| e.body.as_str()).collect();
-    entries(&client.query(&statements.append, &[&at, &kind, &subject, &body, &after])?)
-}
-
 /// The events after `after`, in journal order.
 pub fn journal_after(client: &mut Client, after: i64) -> Result<Vec<JournalEntry>, StoreError> {
     // Prepared anew each time, so planned for this position (a generic plan of `id > $1`
@@ -246,28 +239,7 @@ pub fn journal_after(client: &mut Client, after: i64) -> Result<Vec<JournalEntry
     )?)
 }
 
-/// The events at or after `since`, and the journal's last position, read together.
-pub fn events_since(
-    client: &mut Client,
-    since: Timestamp,
-) -> Result<(Vec<JournalEntry>, i64), StoreError> {
-    let mut tx = client.build_transaction().read_only(true).start()?;
-    // The sequence's last value, not MAX(id): a purge may have emptied the table.
-    let last: i64 = tx
-        .query_one(
-            "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM events_id_seq",
-            &[],
-        )?
-        .get(0);
-    let entries = entries(&tx.query(
-        "SELECT id, at, kind, subject, body FROM events WHERE at >= $1 AND id <= $2 ORDER BY id",
-        &[&since.as_millisecond(), &last],
-    )?)?;
-    tx.commit()?;
-    Ok((entries, last))
-}
-
-fn entries(rows: &[Row]) -> Result<Vec<JournalEntry>, StoreError> {
+pub(super) fn entries(rows: &[Row]) -> Result<Vec<JournalEntry>, StoreError> {
     rows.iter()
         .map(|row| {
             Ok(JournalEntry {

@@ -5,7 +5,7 @@ use postgres::Client;
 use crate::StoreError;
 
 /// The migrations, in order; the same tables as the `SQLite` store's.
-const MIGRATIONS: [&str; 6] = [
+const MIGRATIONS: [&str; 7] = [
     r"
 CREATE TABLE cases (
     caller       TEXT    NOT NULL,
@@ -186,6 +186,25 @@ CREATE TABLE notifications (
 CREATE INDEX notifications_due ON notifications (target, next_at) WHERE status = 'pending';
 CREATE INDEX notifications_created ON notifications (created_at);
 CREATE INDEX notifications_finished ON notifications (finished_at) WHERE finished_at IS NOT NULL;
+",
+    // The call state, as in the SQLite store: one row per task, tool, idempotency record and
+    // the strategies in use, written in the journal's transaction; `position` is the last
+    // journal event it reflects.
+    r"
+CREATE TABLE call_state (
+    kind    TEXT   NOT NULL,
+    key     TEXT   NOT NULL,
+    caller  TEXT   NOT NULL,
+    body    TEXT   NOT NULL,
+    expires BIGINT,
+    PRIMARY KEY (kind, key)
+);
+CREATE INDEX call_state_expires ON call_state (expires) WHERE expires IS NOT NULL;
+CREATE TABLE call_position (
+    id       INTEGER PRIMARY KEY CHECK (id = 1),
+    position BIGINT  NOT NULL
+);
+INSERT INTO call_position (id, position) VALUES (1, 0);
 ",
 ];
 

@@ -24,10 +24,11 @@ use backstop_core::effects::{DispatchRequest, DispatchState};
 use crate::{
     AttemptCount, CallEvent, CaseRecord, DeliveryRecord, DispatchContext, DispatchFilter,
     DispatchRecord, DispatchReply, DispatchUpdate, JournalEntry, NotificationFilter,
-    NotificationRecord, NotifyOutcome, Purged, Reply, Resolution, ReviewFilter, ReviewItem, Store,
-    StoreError, Subscription, TaskEscalation,
+    NotificationRecord, NotifyOutcome, Purged, Reply, Resolution, ReviewFilter, ReviewItem,
+    StateRow, Store, StoreError, Subscription, TaskEscalation,
 };
 
+mod call_state;
 mod checkpoint;
 mod effects;
 mod ledger;
@@ -160,16 +161,21 @@ impl Store for SqliteStore {
         self.write(|connection| queries::purge(connection, before))
     }
 
-    fn journal(&self, events: &[CallEvent], after: i64) -> Result<Vec<JournalEntry>, StoreError> {
-        self.write(|connection| queries::journal(connection, events, after))
+    fn journal(
+        &self,
+        events: &[CallEvent],
+        after: i64,
+        follow: &mut dyn FnMut(&[JournalEntry]) -> Vec<StateRow>,
+    ) -> Result<Vec<JournalEntry>, StoreError> {
+        self.write(|connection| call_state::journal(connection, events, after, follow))
     }
 
     fn journal_after(&self, after: i64) -> Result<Vec<JournalEntry>, StoreError> {
         self.read(|connection| queries::journal_after(connection, after))
     }
 
-    fn events_since(&self, since: Timestamp) -> Result<(Vec<JournalEntry>, i64), StoreError> {
-        self.read(|connection| queries::events_since(connection, since))
+    fn call_state(&self) -> Result<(Vec<StateRow>, i64), StoreError> {
+        self.read(call_state::load)
     }
 
     fn open_task_review(

@@ -228,7 +228,17 @@ pub fn purge(connection: &mut Connection, before: Timestamp) -> Result<Purged, S
         "DELETE FROM reviews WHERE resolved_at IS NOT NULL AND resolved_at < ?1",
         params![cutoff],
     )?;
-    let events = tx.execute("DELETE FROM events WHERE at < ?1", params![cutoff])?;
+    // Only events the kept call state already reflects: the rest are still to be applied.
+    let events = tx.execute(
+        "DELETE FROM events WHERE at < ?1
+           AND id <= (SELECT position FROM call_position WHERE id = 1)",
+        params![cutoff],
+    )?;
+    // Call state past its window (a policy stop has none and stays).
+    tx.execute(
+        "DELETE FROM call_state WHERE expires IS NOT NULL AND expires < ?1",
+        params![cutoff],
+    )?;
     let dispatches = tx.execute(
         "DELETE FROM dispatches WHERE updated_at < ?1",
         params![cutoff],
@@ -257,32 +267,6 @@ pub fn purge(connection: &mut Connection, before: Timestamp) -> Result<Purged, S
     })
 }
 
-/// Appends `events` and reads every event after `after`, in one write transaction: the
-/// database's write lock orders the journal across processes.
-pub fn journal(
-    connection: &mut Connection,
-    events: &[CallEvent],
-    after: i64,
-) -> Result<Vec<JournalEntry>, StoreError> {
-    let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    {
-        let mut insert = tx.prepare_cached(
-            "INSERT INTO events (at, kind, subject, body) VALUES (?1, ?2, ?3, ?4)",
-        )?;
-        for event in events {
-            insert.execute(params![
-                millis(event.at),
-                event.kind,
-                event.subject,
-                event.body
-            ])?;
-        }
-    }
-    let entries = journal_after(&tx, after)?;
-    tx.commit()?;
-    Ok(entries)
-}
-
 /// The events after `after`, in journal order.
 pub fn journal_after(connection: &Connection, after: i64) -> Result<Vec<JournalEntry>, StoreError> {
     let mut statement = connection.prepare_cached(
@@ -290,29 +274,6 @@ pub fn journal_after(connection: &Connection, after: i64) -> Result<Vec<JournalE
     )?;
     let rows = statement.query_map(params![after], entry_row)?;
     rows.map(|row| row?).collect()
-}
-
-/// The events at or after `since`, and the journal's last position, read together.
-pub fn events_since(
-    connection: &Connection,
-    since: Timestamp,
-) -> Result<(Vec<JournalEntry>, i64), StoreError> {
-    let tx = connection.unchecked_transaction()?;
-    let last: i64 = tx.query_row(
-        "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0), \
-                    COALESCE((SELECT MAX(id) FROM events), 0))",
-        [],
-        |row| row.get(0),
-    )?;
-    let entries = {
-        let mut statement = tx.prepare_cached(
-            "SELECT id, at, kind, subject, body FROM events WHERE at >= ?1 AND id <= ?2 ORDER BY id",
-        )?;
-        let rows = statement.query_map(params![millis(since), last], entry_row)?;
-        rows.map(|row| row?).collect::<Result<Vec<_>, _>>()?
-    };
-    tx.commit()?;
-    Ok((entries, last))
 }
 
 /// A journal row; the outer result is the driver's, the inner one a stored time read back.

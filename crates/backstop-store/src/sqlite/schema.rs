@@ -9,7 +9,7 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use crate::StoreError;
 
 /// The migrations, in order; `PRAGMA user_version` records how many have run.
-const MIGRATIONS: [&str; 6] = [
+const MIGRATIONS: [&str; 7] = [
     r"
 CREATE TABLE cases (
     caller       TEXT    NOT NULL,
@@ -182,6 +182,26 @@ CREATE TABLE notifications (
 CREATE INDEX notifications_due ON notifications (target, next_at) WHERE status = 'pending';
 CREATE INDEX notifications_created ON notifications (created_at);
 CREATE INDEX notifications_finished ON notifications (finished_at) WHERE finished_at IS NOT NULL;
+",
+    // The call state (tasks' counters and stops, tools' breakers and budgets, idempotency
+    // records, the strategies in use), one row each, written in the transaction of the journal
+    // events that changed it; `position` is the last journal event it reflects. A ledger from
+    // before has position 0: its first start replays the whole journal.
+    r"
+CREATE TABLE call_state (
+    kind    TEXT    NOT NULL,
+    key     TEXT    NOT NULL,
+    caller  TEXT    NOT NULL,
+    body    TEXT    NOT NULL,
+    expires INTEGER,
+    PRIMARY KEY (kind, key)
+) WITHOUT ROWID;
+CREATE INDEX call_state_expires ON call_state (expires) WHERE expires IS NOT NULL;
+CREATE TABLE call_position (
+    id       INTEGER PRIMARY KEY CHECK (id = 1),
+    position INTEGER NOT NULL
+);
+INSERT INTO call_position (id, position) VALUES (1, 0);
 ",
 ];
 

@@ -88,12 +88,12 @@ pub fn call_events_are_journaled_and_purged(store: &dyn Store) {
         subject: "task-1".to_owned(),
         body: "{}".to_owned(),
     };
-    let first = store.journal(&[event(0, "failure")], 0).unwrap();
+    let first = journal(store, &[event(0, "failure")], 0);
     assert_eq!(first.len(), 1);
     let after_first = first[0].id;
-    let more = store.journal(&[event(5, "grant")], after_first).unwrap();
+    let more = journal(store, &[event(5, "grant")], after_first);
     assert_eq!(more.len(), 1, "only what came after the position");
-    let last = store.journal(&[event(10, "success")], 0).unwrap();
+    let last = journal(store, &[event(10, "success")], 0);
     let kinds: Vec<&str> = last.iter().map(|e| e.event.kind.as_str()).collect();
     assert_eq!(
         kinds,
@@ -103,25 +103,25 @@ pub fn call_events_are_journaled_and_purged(store: &dyn Store) {
     assert!(last.windows(2).all(|w| w[0].id < w[1].id));
     let end = last[2].id;
 
-    let (since, position) = store.events_since(at(5)).unwrap();
-    let since: Vec<&str> = since.iter().map(|e| e.event.kind.as_str()).collect();
-    assert_eq!(since, ["grant", "success"]);
-    assert_eq!(position, end);
+    let (_, position) = store.call_state().unwrap();
+    assert_eq!(position, end, "the kept state reflects the whole journal");
     assert_eq!(store.journal_after(after_first).unwrap().len(), 2);
     assert!(store.journal_after(end).unwrap().is_empty());
 
     assert_eq!(store.purge(at(6)).unwrap().events, 2);
-    assert_eq!(store.events_since(at(0)).unwrap().0.len(), 1);
+    assert_eq!(store.journal_after(0).unwrap().len(), 1);
     assert_eq!(store.purge(at(60)).unwrap().events, 1);
-    let (empty, position) = store.events_since(at(0)).unwrap();
-    assert!(empty.is_empty());
+    assert!(store.journal_after(0).unwrap().is_empty());
+    let (_, position) = store.call_state().unwrap();
     assert_eq!(position, end, "the position survives an empty journal");
-    let next = store.journal(&[event(70, "failure")], end).unwrap();
+    let next = journal(store, &[event(70, "failure")], end);
     assert_eq!(next.len(), 1);
     assert!(next[0].id > end, "positions only grow");
-    let batch = store
-        .journal(&[event(80, "grant"), event(81, "success")], next[0].id)
-        .unwrap();
+    let batch = journal(
+        store,
+        &[event(80, "grant"), event(81, "success")],
+        next[0].id,
+    );
     let kinds: Vec<&str> = batch.iter().map(|e| e.event.kind.as_str()).collect();
     assert_eq!(kinds, ["grant", "success"], "a batch keeps its order");
     assert!(batch[0].id < batch[1].id);
@@ -146,9 +146,7 @@ pub fn writers_on_one_ledger_see_one_journal_order(stores: &[&dyn Store]) {
                             subject: format!("writer-{n}"),
                             body: format!("{{\"i\": {i}}}"),
                         };
-                        let entries = store
-                            .journal(std::slice::from_ref(&event), position)
-                            .unwrap();
+                        let entries = journal(*store, std::slice::from_ref(&event), position);
                         let mine = entries.last().unwrap();
                         assert_eq!(mine.event, event, "the new event comes last");
                         for entry in entries {
@@ -163,11 +161,99 @@ pub fn writers_on_one_ledger_see_one_journal_order(stores: &[&dyn Store]) {
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    let (all, _) = stores[0].events_since(at(0)).unwrap();
+    let all = stores[0].journal_after(0).unwrap();
     let order: Vec<(i64, String)> = all.into_iter().map(|e| (e.id, e.event.subject)).collect();
     assert_eq!(order.len(), 25 * stores.len());
     for writer in &seen {
         // Each writer saw the journal from its start up to its last event, with no gap.
         assert_eq!(writer[..], order[..writer.len()]);
     }
+}
+
+/// Journals `events` after `after`, keeping no call state: what the journal handed back.
+fn journal(
+    store: &dyn Store,
+    events: &[backstop_store::CallEvent],
+    after: i64,
+) -> Vec<backstop_store::JournalEntry> {
+    store.journal(events, after, &mut |_| Vec::new()).unwrap()
+}
+
+/// The call state a journal transaction returns is kept with it and read back whole with the
+/// position it reflects; a row without a body is deleted; the purge deletes rows past their
+/// window and keeps the rest (a stop has none), and never an event the state does not reflect.
+pub fn call_state_is_kept_with_the_journal(store: &dyn Store) {
+    use backstop_store::{StateKind, StateRow};
+    let row = |kind, key: &str, body: Option<&str>, expires: Option<i64>| StateRow {
+        kind,
+        key: key.to_owned(),
+        caller: "agent".to_owned(),
+        body: body.map(str::to_owned),
+        expires: expires.map(at),
+    };
+    let event = |minute: i64| backstop_store::CallEvent {
+        at: at(minute),
+        kind: "failure".to_owned(),
+        subject: "agent\u{1f}t".to_owned(),
+        body: "{}".to_owned(),
+    };
+    let (rows, position) = store.call_state().unwrap();
+    assert!(rows.is_empty());
+    assert_eq!(position, 0);
+    let mut given = Vec::new();
+    let entries = store
+        .journal(&[event(0)], 0, &mut |entries| {
+            given = entries.to_vec();
+            vec![
+                row(StateKind::Task, "agent\u{1f}t", Some("{\"a\":1}"), Some(10)),
+                row(StateKind::Task, "agent\u{1f}stopped", Some("{}"), None),
+                row(StateKind::Tool, "search", Some("{\"b\":2}"), Some(20)),
+            ]
+        })
+        .unwrap();
+    assert_eq!(given, entries, "follow is given what the journal returns");
+    let (rows, position) = store.call_state().unwrap();
+    assert_eq!(position, entries[0].id);
+    assert_eq!(rows.len(), 3);
+    assert!(rows.contains(&row(StateKind::Tool, "search", Some("{\"b\":2}"), Some(20))));
+    assert!(rows.contains(&row(
+        StateKind::Task,
+        "agent\u{1f}stopped",
+        Some("{}"),
+        None
+    )));
+
+    // Rewritten and deleted in the next transaction.
+    store
+        .journal(&[event(1)], position, &mut |_| {
+            vec![
+                row(StateKind::Task, "agent\u{1f}t", Some("{\"a\":2}"), Some(10)),
+                row(StateKind::Tool, "search", None, None),
+            ]
+        })
+        .unwrap();
+    let (rows, later) = store.call_state().unwrap();
+    assert!(later > position);
+    assert_eq!(rows.len(), 2);
+    assert!(rows.contains(&row(
+        StateKind::Task,
+        "agent\u{1f}t",
+        Some("{\"a\":2}"),
+        Some(10)
+    )));
+
+    // An event journaled by a writer that did not apply it (the state does not reflect it).
+    store
+        .journal(&[event(2)], i64::MAX, &mut |_| Vec::new())
+        .unwrap();
+    store.purge(at(60)).unwrap();
+    let (rows, _) = store.call_state().unwrap();
+    assert_eq!(
+        rows,
+        vec![row(StateKind::Task, "agent\u{1f}stopped", Some("{}"), None)],
+        "past its window deleted, a stop kept"
+    );
+    let left = store.journal_after(0).unwrap();
+    assert_eq!(left.len(), 1, "the event the state does not reflect stays");
+    assert_eq!(left[0].event.at, at(2));
 }

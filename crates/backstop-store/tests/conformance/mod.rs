@@ -18,7 +18,12 @@ pub mod reviews;
 /// Expands to one `#[test]` per scenario, each on a fresh store from `$fresh()`.
 macro_rules! conformance_suite {
     ($fresh:path) => {
-        conformance_suite!(@each $fresh,
+        conformance_suite!($fresh, [doc = "One scenario of the conformance suite."]);
+    };
+    // `$attr` goes on every test: `[cfg_attr(not(..), ignore = "..")]` for a backend that is
+    // not reachable everywhere, so a run without it reports the suite as ignored.
+    ($fresh:path, $attr:tt) => {
+        conformance_suite!(@each $fresh, $attr,
             attempts::case_names_are_normalized_by_the_match_rule,
             attempts::attempts_report_used_remaining_and_next,
             attempts::a_request_past_the_limit_is_refused_with_the_escalation,
@@ -51,6 +56,7 @@ macro_rules! conformance_suite {
             keeping::records_keep_keys_sources_locators_and_hashes_only,
             keeping::purge_deletes_attempts_past_retention,
             keeping::call_events_are_journaled_and_purged,
+            keeping::call_state_is_kept_with_the_journal,
             lifecycle::a_final_decision_is_never_overwritten,
             lifecycle::a_resolved_case_takes_no_late_result,
             lifecycle::a_reconcile_uses_no_attempt_and_happens_once,
@@ -72,9 +78,10 @@ macro_rules! conformance_suite {
             notify::eight_workers_claim_each_notification_once,
         );
     };
-    (@each $fresh:path, $($module:ident :: $name:ident),+ $(,)?) => {
+    (@each $fresh:path, $attr:tt, $($module:ident :: $name:ident),+ $(,)?) => {
         $(
             #[test]
+            #$attr
             fn $name() {
                 // A backend that is not reachable here (no database configured) skips.
                 let Some(store) = $fresh() else { return };

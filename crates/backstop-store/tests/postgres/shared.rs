@@ -10,6 +10,10 @@ use crate::conformance::support::{ask, at, shipped, vendor};
 /// Invariant 2 across connections: attempts from two stores (two processes, say) on one case
 /// never pass the limit plus the extra, and no execution is counted twice.
 #[test]
+#[cfg_attr(
+    not(backstop_postgres),
+    ignore = "needs BACKSTOP_TEST_POSTGRES (a PostgreSQL database)"
+)]
 fn two_connections_share_the_limit_and_execution_ids() {
     let Some(first) = crate::fresh() else { return };
     let stores: Vec<Arc<PostgresStore>> = (0..4).map(|_| Arc::new(first.second())).collect();
@@ -54,6 +58,10 @@ fn two_connections_share_the_limit_and_execution_ids() {
 
 /// Invariant 7: a planted excerpt is in no row of any table.
 #[test]
+#[cfg_attr(
+    not(backstop_postgres),
+    ignore = "needs BACKSTOP_TEST_POSTGRES (a PostgreSQL database)"
+)]
 fn a_planted_excerpt_is_in_no_table() {
     let Some(store) = crate::fresh() else { return };
     let planted = "The vendor does not process any customer data (planted-7c1e).";
@@ -83,6 +91,10 @@ fn a_planted_excerpt_is_in_no_table() {
 
 /// Connecting again runs no migration twice.
 #[test]
+#[cfg_attr(
+    not(backstop_postgres),
+    ignore = "needs BACKSTOP_TEST_POSTGRES (a PostgreSQL database)"
+)]
 fn reconnecting_keeps_the_ledger() {
     let Some(store) = crate::fresh() else { return };
     let pack = shipped("vendor-risk");
@@ -104,6 +116,10 @@ fn super_base() -> String {
 
 /// The call journal across connections: one order, every event seen once by every follower.
 #[test]
+#[cfg_attr(
+    not(backstop_postgres),
+    ignore = "needs BACKSTOP_TEST_POSTGRES (a PostgreSQL database)"
+)]
 fn connections_journaling_at_once_see_one_order() {
     let Some(first) = crate::fresh() else { return };
     let others: Vec<PostgresStore> = (0..3).map(|_| first.second()).collect();
@@ -115,6 +131,10 @@ fn connections_journaling_at_once_see_one_order() {
 /// Invariant 6 across connections: sixteen requests for the same content, from four
 /// connections at once, give exactly one permit.
 #[test]
+#[cfg_attr(
+    not(backstop_postgres),
+    ignore = "needs BACKSTOP_TEST_POSTGRES (a PostgreSQL database)"
+)]
 fn sixteen_dispatches_on_four_connections_permit_once() {
     use crate::conformance::dispatch::{call, dispatch, po_live};
     use backstop_store::AnswerKind;
@@ -136,4 +156,58 @@ fn sixteen_dispatches_on_four_connections_permit_once() {
         .filter(|a| **a == AnswerKind::Permitted)
         .count();
     assert_eq!(permits, 1, "{answers:?}");
+}
+
+/// A connection the server closed (a restart, a failover, `pg_terminate_backend`) is made
+/// again: calls during the cut are refused `Busy` (a 503 with `Retry-After` in the service),
+/// never another error, and the store answers again once the database does, its ledger intact.
+#[test]
+#[cfg_attr(
+    not(backstop_postgres),
+    ignore = "needs BACKSTOP_TEST_POSTGRES (a PostgreSQL database)"
+)]
+fn a_store_whose_connections_are_terminated_connects_again() {
+    let Some(schema) = crate::fresh() else { return };
+    let name = format!("backstop_cut_{}", std::process::id());
+    let store = PostgresStore::connect(&format!(
+        "{} application_name={name} options='-c search_path={}'",
+        super_base(),
+        schema.schema_name()
+    ))
+    .unwrap();
+    let pack = shipped("vendor-risk");
+    ask(&store, &pack, "a", &vendor("e1", "x.com", &[]), at(0));
+    store.ping().unwrap();
+    let mut admin = postgres::Client::connect(&super_base(), postgres::NoTls).unwrap();
+    let cut = admin
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
+            &[&name],
+        )
+        .unwrap();
+    assert_eq!(cut.len(), 2, "both of the store's connections");
+    let mut answered = false;
+    for _ in 0..100 {
+        match store.ping() {
+            Ok(()) => {
+                answered = true;
+                break;
+            }
+            Err(backstop_store::StoreError::Busy(_)) => {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            Err(other) => panic!("a cut connection is Busy, not {other:?}"),
+        }
+    }
+    assert!(answered, "the store never connected again");
+    let answer = ask(
+        &store,
+        &pack,
+        "a",
+        &vendor("e2", "x.com", &[("a", "b", "c")]),
+        at(1),
+    );
+    assert_eq!(answer.result()["attempts"]["used"], 2);
+    let (_, position) = store.call_state().unwrap();
+    assert_eq!(position, 0);
 }

@@ -143,9 +143,9 @@ pub fn resolve(
     match store.resolve_review(args.id(), &resolution, now) {
         Ok(item) => {
             // A task's item resolved with `retry` resets the task for every server on the
-            // ledger (the position does not matter: nothing is read back).
+            // ledger.
             if let Some(reset) = backstop_server::journal::task_review_reset(&item, &args.by)
-                && let Err(e) = store.journal(&[reset], i64::MAX)
+                && let Err(e) = backstop_server::journal::journal_once(store.as_ref(), &[reset])
             {
                 return store_failed(&e, err);
             }

@@ -2,7 +2,6 @@
 
 use std::io::{self, Write};
 
-use backstop_core::recover::StrategyTable;
 use backstop_server::journal::{self, Event, task_key};
 use backstop_server::routes::recover::check_name;
 use backstop_server::routes::tasks::TaskAnswer;
@@ -37,27 +36,21 @@ fn run(args: &TaskArgs, reset: bool, out: &mut impl Write, err: &mut impl Write)
         Err(code) => return Ok(code),
     };
     let now = Timestamp::now();
-    let (mut calls, position) = match journal::replay(store.as_ref(), StrategyTable::builtin(), now)
-    {
-        Ok(replayed) => replayed,
-        Err(e) => return store_failed(&e, err),
-    };
     let key = task_key(&args.caller, &args.task);
-    if reset {
+    let loaded = if reset {
         let event = Event::TaskResetAll {
             by: "cli".to_owned(),
             review: None,
         }
         .to_stored(now, key.clone());
-        match store.journal(&[event], position) {
-            Ok(entries) => {
-                for entry in entries.iter().filter(|e| e.id > position) {
-                    calls.apply(&entry.event);
-                }
-            }
-            Err(e) => return store_failed(&e, err),
-        }
-    }
+        journal::journal_once(store.as_ref(), &[event])
+    } else {
+        journal::load(store.as_ref()).map(|(calls, _)| calls)
+    };
+    let calls = match loaded {
+        Ok(calls) => calls,
+        Err(e) => return store_failed(&e, err),
+    };
     let answer = TaskAnswer {
         task: args.task.clone(),
         caller: args.caller.clone(),

@@ -376,6 +376,10 @@ fn a_kill_between_permit_and_outcome_leaves_reconcile_never_a_second_permit() {
 }
 
 #[test]
+#[cfg_attr(
+    not(backstop_postgres_url),
+    ignore = "needs BACKSTOP_TEST_POSTGRES_URL (a PostgreSQL database)"
+)]
 fn a_kill_between_permit_and_outcome_leaves_reconcile_on_postgres() {
     let Some(schema) = Schema::fresh("dispatch_kill") else {
         return;

@@ -82,6 +82,10 @@ fn on_one_sqlite_file_a_killed_server_leaves_the_other_whole() {
 }
 
 #[test]
+#[cfg_attr(
+    not(backstop_postgres_url),
+    ignore = "needs BACKSTOP_TEST_POSTGRES_URL (a PostgreSQL database)"
+)]
 fn on_postgres_a_killed_server_leaves_the_other_whole() {
     let Some(schema) = Schema::fresh("fleet") else {
         return;

@@ -53,6 +53,10 @@ impl Drop for Schema {
 }
 
 #[test]
+#[cfg_attr(
+    not(backstop_postgres_url),
+    ignore = "needs BACKSTOP_TEST_POSTGRES_URL (a PostgreSQL database)"
+)]
 fn serve_on_postgres_answers_calls_and_decisions_and_a_restart_finds_the_journal() {
     let Some(schema) = Schema::fresh("serve") else {
         return;

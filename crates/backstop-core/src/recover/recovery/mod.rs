@@ -1,13 +1,13 @@
 //! [`Recovery`]: per-task attempt counters and per-tool health, turned into the next step.
 //!
 //! `next` consumes an attempt, `peek` answers the same question without changing anything,
-//! `reset` forgets a task. Task counters live in a bounded LRU (1,024 tasks by default); tool
-//! breakers and retry budgets in another.
+//! `reset` forgets a task. Nothing is evicted to make room: each kind of state is kept for its
+//! window (`durable`), a caller past its quota of live tasks or tools is refused a new one
+//! (`admit`), and every change is handed to the ledger as rows (`take_changes`).
 
-use std::num::NonZeroUsize;
+use std::collections::HashMap;
 
 use jiff::Timestamp;
-use lru::LruCache;
 use serde::{Deserialize, Serialize};
 
 use super::breaker::{Breaker, BreakerState, BreakerView, counts_against_tool};
@@ -16,14 +16,17 @@ use super::strategy::{Action, MAX_STRATEGIES, StrategyTable};
 use crate::class::{ALL_CLASSES, Class};
 use crate::classify::Classification;
 
+mod durable;
 mod plan;
 mod task_view;
 
+pub use self::durable::{
+    IDEMPOTENCY_WINDOW, Quota, StateKind, StateRow, TASK_WINDOW, TOOL_WINDOW, caller_and_task,
+    task_key,
+};
+
 use self::plan::{Grant, Inputs, class_index, plan};
 pub use self::task_view::{ClassCount, NextStep, TaskTool, TaskView};
-
-/// Tools whose breaker and budget are kept (least recently used dropped).
-const MAX_TOOLS: usize = 4096;
 
 /// What the agent knows about the call, for hints.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,7 +49,7 @@ pub struct Context {
 }
 
 /// The next step for an agent.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Step {
     /// The failure's class.
@@ -76,7 +79,7 @@ pub struct Step {
 }
 
 /// Attempts used and allowed, for the class and for the whole task.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Attempts {
     /// Attempts this task spent on this class, this step included.
@@ -95,7 +98,7 @@ pub struct Attempts {
 }
 
 /// A hand-off to a person.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Escalation {
     /// Who.
@@ -104,8 +107,8 @@ pub struct Escalation {
     pub why: String,
 }
 
-/// One task's counters.
-#[derive(Debug, Clone, Default)]
+/// One task's counters (serialized whole: the ledger keeps it).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(super) struct TaskState {
     pub(super) used: [[u16; MAX_STRATEGIES]; ALL_CLASSES.len()],
     pub(super) task_used: u32,
@@ -119,13 +122,25 @@ pub(super) struct TaskState {
     pub(super) denied: Option<String>,
     /// The tools the task used, the most recent last (at most `task_view::TOOLS_KEPT`).
     pub(super) tools: Vec<String>,
+    /// Whether a review item was opened for an escalation of the task since its last reset.
+    #[serde(default)]
+    pub(super) escalated: bool,
+    /// When the task last failed: its counters are kept for [`TASK_WINDOW`] after it.
+    #[serde(default)]
+    pub(super) last: Option<Timestamp>,
 }
 
-/// A tool's health.
-#[derive(Debug, Clone)]
+/// A tool's health (serialized whole: the ledger keeps it).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct ToolHealth {
     pub(super) breaker: Breaker,
     pub(super) budget: RetryBudget,
+    /// The caller that named the tool first: the tool counts against its quota.
+    #[serde(default)]
+    pub(super) owner: String,
+    /// When the tool's last outcome came: its health is kept for [`TOOL_WINDOW`] after it.
+    #[serde(default)]
+    pub(super) last: Option<Timestamp>,
 }
 
 impl ToolHealth {
@@ -134,6 +149,8 @@ impl ToolHealth {
         ToolHealth {
             breaker: Breaker::new(table.breaker),
             budget: RetryBudget::new(table.budget),
+            owner: String::new(),
+            last: None,
         }
     }
 }
@@ -149,21 +166,24 @@ pub struct RecoveryOptions {
 #[derive(Debug)]
 pub struct Recovery {
     table: StrategyTable,
-    tasks: LruCache<String, TaskState>,
-    tools: LruCache<String, ToolHealth>,
+    tasks: HashMap<String, TaskState>,
+    tools: HashMap<String, ToolHealth>,
     seed: u64,
+    per_caller: durable::PerCaller,
+    changed: durable::Changed,
 }
 
 impl Recovery {
-    /// A recovery over a table. The task bound is the table's `limits.tasks` (never 0: the table
-    /// refuses it).
+    /// A recovery over a table. The per-caller quotas are the table's `limits.tasks` and
+    /// `limits.tools` (never 0: the table refuses it).
     pub fn new(table: StrategyTable, options: RecoveryOptions) -> Recovery {
-        let bound = NonZeroUsize::new(table.limits.tasks).unwrap_or(NonZeroUsize::MIN);
         Recovery {
             table,
-            tasks: LruCache::new(bound),
-            tools: LruCache::new(NonZeroUsize::new(MAX_TOOLS).unwrap_or(NonZeroUsize::MIN)),
+            tasks: HashMap::new(),
+            tools: HashMap::new(),
             seed: options.seed,
+            per_caller: durable::PerCaller::default(),
+            changed: durable::Changed::default(),
         }
     }
 
@@ -172,17 +192,20 @@ impl Recovery {
         &self.table
     }
 
-    /// Uses another table from now on; counters and tool health stay (a smaller task bound
-    /// forgets the least recently used tasks).
+    /// Uses another table from now on; counters and tool health stay (a smaller quota refuses
+    /// new tasks until a caller is under it again; it forgets nothing).
     pub fn set_table(&mut self, table: StrategyTable) {
-        let bound = NonZeroUsize::new(table.limits.tasks).unwrap_or(NonZeroUsize::MIN);
-        self.tasks.resize(bound);
         self.table = table;
     }
 
-    /// How many tasks have counters now (never more than the bound).
+    /// How many tasks have counters now, expired ones not yet swept included.
     pub fn live_tasks(&self) -> usize {
         self.tasks.len()
+    }
+
+    /// How many tasks of `caller` have counters now, expired ones not yet swept included.
+    pub fn live_tasks_of(&self, caller: &str) -> usize {
+        self.per_caller.tasks.get(caller).copied().unwrap_or(0)
     }
 
     /// The next step after a failure; consumes an attempt.
@@ -193,14 +216,16 @@ impl Recovery {
         ctx: &Context,
         now: Timestamp,
     ) -> Step {
-        // Disjoint fields: the task's counters and the tool's health are borrowed together, each
-        // found (or made) with one lookup.
-        let state = self.tasks.get_or_insert_mut_ref(task, TaskState::default);
-        let table = &self.table;
-        let mut health = ctx.tool.as_deref().map(|tool| {
-            self.tools
-                .get_or_insert_mut_ref(tool, || ToolHealth::fresh(table))
-        });
+        if let Some(tool) = ctx.tool.as_deref() {
+            self.tool_mut(tool, now);
+        }
+        self.task_mut(task, now).last = Some(now);
+        // Disjoint fields: the task's counters and the tool's health are borrowed together.
+        let state = self.tasks.get_mut(task).expect("made above");
+        let mut health = ctx
+            .tool
+            .as_deref()
+            .and_then(|tool| self.tools.get_mut(tool));
         if let Some(h) = health.as_deref_mut()
             && counts_against_tool(failure.class)
         {
@@ -260,10 +285,9 @@ impl Recovery {
         ctx: &Context,
         now: Timestamp,
     ) -> Step {
-        let state = self.tasks.peek(task).cloned().unwrap_or_default();
+        let state = self.live_task(task, now).cloned().unwrap_or_default();
         let mut health = ctx.tool.as_deref().map(|tool| {
-            self.tools
-                .peek(tool)
+            self.live_tool(tool, now)
                 .cloned()
                 .unwrap_or_else(|| ToolHealth::fresh(&self.table))
         });
@@ -300,8 +324,7 @@ impl Recovery {
             return;
         };
         let open = |t: &str| {
-            self.tools
-                .peek(t)
+            self.live_tool(t, now)
                 .is_some_and(|h| h.breaker.view(now).state == BreakerState::Open)
         };
         if let Some(next) = rest.iter().find(|t| !open(t)) {
@@ -329,7 +352,7 @@ impl Recovery {
 
     /// Forgets a task's counters.
     pub fn reset(&mut self, task: &str) {
-        self.tasks.pop(task);
+        self.remove_task(task);
     }
 
     /// The task's call succeeded: its failure counters start again from nothing. A policy
@@ -343,28 +366,42 @@ impl Recovery {
             denied: state.denied.take(),
             operator_grants: state.operator_grants,
             tools: std::mem::take(&mut state.tools),
+            last: state.last,
             ..TaskState::default()
         };
         if kept.denied.is_none() && kept.operator_grants == 0 {
-            self.tasks.pop(task);
+            self.remove_task(task);
         } else {
             *state = kept;
+            self.changed.tasks.insert(task.to_owned());
         }
     }
 
     /// An operator grants one retry to the task's next unclassified failure.
-    pub fn grant(&mut self, task: &str) {
-        if !self.tasks.contains(task) {
-            self.tasks.put(task.to_owned(), TaskState::default());
-        }
-        if let Some(state) = self.tasks.get_mut(task) {
-            state.operator_grants = state.operator_grants.saturating_add(1);
+    pub fn grant(&mut self, task: &str, now: Timestamp) {
+        let state = self.task_mut(task, now);
+        state.last = Some(now);
+        state.operator_grants = state.operator_grants.saturating_add(1);
+    }
+
+    /// Marks the task escalated (a review item opened for it): `true` if it was not already,
+    /// since its last reset or success.
+    pub fn mark_escalated(&mut self, task: &str) -> bool {
+        match self.tasks.get_mut(task) {
+            Some(state) if !state.escalated => {
+                state.escalated = true;
+                self.changed.tasks.insert(task.to_owned());
+                true
+            }
+            Some(_) => false,
+            // A task with no state (never kept) escalates each time it is asked.
+            None => true,
         }
     }
 
     /// A call to a tool succeeded: its breaker and budget hear of it.
     pub fn record_success(&mut self, tool: &str, now: Timestamp) {
-        let h = self.health(tool);
+        let h = self.tool_mut(tool, now);
         h.breaker.record_success(now);
         h.budget.record_success(now);
     }
@@ -372,14 +409,20 @@ impl Recovery {
     /// A call to a tool failed outside `next` (reported by an outcome): its breaker hears of it
     /// when the class says something about the tool.
     pub fn record_failure(&mut self, tool: &str, class: Class, now: Timestamp) {
+        let h = self.tool_mut(tool, now);
         if counts_against_tool(class) {
-            self.health(tool).breaker.record_failure(now);
+            h.breaker.record_failure(now);
         }
     }
 
-    /// The tools seen so far (the most recent 1,024), by name.
-    pub fn tool_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.tools.iter().map(|(name, _)| name.clone()).collect();
+    /// The tools seen and not past their window at `now`, by name.
+    pub fn tool_names(&self, now: Timestamp) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .tools
+            .iter()
+            .filter(|(_, h)| !h.expired(now))
+            .map(|(name, _)| name.clone())
+            .collect();
         names.sort();
         names
     }
@@ -395,18 +438,18 @@ impl Recovery {
         stopped
     }
 
-    /// A tool's breaker and budget as they stand at `now`, if the tool has been seen.
+    /// A tool's breaker and budget as they stand at `now`, if the tool has been seen (and is
+    /// not past its window).
     pub fn tool_views(&self, tool: &str, now: Timestamp) -> Option<(BreakerView, BudgetView)> {
-        self.tools
-            .peek(tool)
+        self.live_tool(tool, now)
             .map(|h| (h.breaker.view(now), h.budget.view(now)))
     }
 
-    fn health(&mut self, tool: &str) -> &mut ToolHealth {
-        if !self.tools.contains(tool) {
-            let fresh = ToolHealth::fresh(&self.table);
-            self.tools.put(tool.to_owned(), fresh);
-        }
-        self.tools.get_mut(tool).expect("inserted above")
+    fn live_task(&self, task: &str, now: Timestamp) -> Option<&TaskState> {
+        self.tasks.get(task).filter(|t| !t.expired(now))
+    }
+
+    fn live_tool(&self, tool: &str, now: Timestamp) -> Option<&ToolHealth> {
+        self.tools.get(tool).filter(|t| !t.expired(now))
     }
 }

@@ -71,7 +71,7 @@ impl Recovery {
     /// The task as it stands (a task with no counters — never failed, reset, or forgotten by
     /// the bound — shows none).
     pub fn task_view(&self, task: &str, now: Timestamp) -> TaskView {
-        let state = self.tasks.peek(task).cloned().unwrap_or_default();
+        let state = self.live_task(task, now).cloned().unwrap_or_default();
         let classes = ALL_CLASSES
             .iter()
             .map(|&class| ClassCount {

@@ -48,6 +48,7 @@ pub(super) struct RawLimits {
     max_wait: Option<String>,
     long_wait: Option<LongWait>,
     tasks: Option<usize>,
+    tools: Option<usize>,
     escalate_to: Option<String>,
 }
 
@@ -110,6 +111,7 @@ pub(super) fn merge(base: &mut RawTable, over: RawTable) {
     base.limits.max_wait = l.max_wait.or(base.limits.max_wait.take());
     base.limits.long_wait = l.long_wait.or(base.limits.long_wait);
     base.limits.tasks = l.tasks.or(base.limits.tasks);
+    base.limits.tools = l.tools.or(base.limits.tools);
     base.limits.escalate_to = l.escalate_to.or(base.limits.escalate_to.take());
     let b = over.backoff;
     base.backoff.kind = b.kind.or(base.backoff.kind);
@@ -171,7 +173,15 @@ pub(super) fn build(raw: RawTable) -> Result<StrategyTable, Vec<Issue>> {
         issues.push(Issue::new(
             "limits.tasks",
             "out_of_range",
-            "the task bound must be at least 1 (0 would keep no counters, so nothing could be limited)",
+            "the live tasks a caller may have must be at least 1 (0 would keep no counters, so nothing could be limited)",
+        ));
+    }
+    let tools = l.tools.unwrap_or(0);
+    if tools == 0 {
+        issues.push(Issue::new(
+            "limits.tools",
+            "out_of_range",
+            "the tools a caller may name must be at least 1 (0 would refuse every call that names one)",
         ));
     }
     let limits = Limits {
@@ -179,6 +189,7 @@ pub(super) fn build(raw: RawTable) -> Result<StrategyTable, Vec<Issue>> {
         max_wait_ms: duration_ms(l.max_wait.as_deref(), "limits.max_wait", &mut issues),
         long_wait: l.long_wait.unwrap_or(LongWait::Defer),
         tasks,
+        tools,
         escalate_to: l.escalate_to.unwrap_or_else(|| "a person".to_owned()),
     };
     let b = raw.backoff;

@@ -194,8 +194,11 @@ pub struct Limits {
     pub max_wait_ms: u64,
     /// What a longer wait becomes.
     pub long_wait: LongWait,
-    /// Tasks whose counters are kept.
+    /// Live tasks a caller may have (counters not yet past their window): past it, a new task
+    /// is refused, and nobody's counters are dropped.
     pub tasks: usize,
+    /// Tools a caller may name (breakers and budgets not yet past their window).
+    pub tools: usize,
     /// Who an escalation goes to.
     pub escalate_to: String,
 }
@@ -357,7 +360,8 @@ mod tests {
             table.strategies(Class::PolicyDenied)[0].action,
             Action::Stop
         );
-        assert_eq!(table.limits.tasks, 1024);
+        assert_eq!(table.limits.tasks, 10_000);
+        assert_eq!(table.limits.tools, 4096);
         assert_eq!(table.backoff.kind, BackoffKind::FullJitter);
     }
 

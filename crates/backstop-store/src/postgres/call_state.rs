@@ -1,0 +1,102 @@
+//! The call journal and the call state it builds, in `PostgreSQL`: events appended (under the
+//! journal's advisory lock, taken by `backstop_journal`) and state rows written in one
+//! transaction, and the state read back whole with its position under the same lock.
+
+use postgres::Client;
+
+use super::connection::Session;
+use super::queries::entries;
+use crate::codec::state_row;
+use crate::{CallEvent, JournalEntry, StateRow, StoreError};
+
+/// The journal's advisory lock, as `backstop_journal` takes it.
+const JOURNAL_LOCK: &str = "SELECT pg_advisory_xact_lock(hashtextextended('backstop-journal', 0))";
+
+/// Appends `events`, hands every event after `after` to `follow`, and writes the rows it
+/// returns and the position, in one transaction holding the journal's lock: ids are taken
+/// and committed in lock order, so the journal has one order across processes and a reader
+/// never sees an event before an earlier one commits.
+pub fn journal(
+    session: &mut Session,
+    events: &[CallEvent],
+    after: i64,
+    follow: &mut dyn FnMut(&[JournalEntry]) -> Vec<StateRow>,
+) -> Result<Vec<JournalEntry>, StoreError> {
+    let at: Vec<i64> = events.iter().map(|e| e.at.as_millisecond()).collect();
+    let kind: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+    let subject: Vec<&str> = events.iter().map(|e| e.subject.as_str()).collect();
+    let body: Vec<&str> = events.iter().map(|e| e.body.as_str()).collect();
+    let mut tx = session.client.transaction()?;
+    let entries = entries(&tx.query(
+        &session.journal.append,
+        &[&at, &kind, &subject, &body, &after],
+    )?)?;
+    let rows = follow(&entries);
+    let (kept, gone): (Vec<&StateRow>, Vec<&StateRow>) =
+        rows.iter().partition(|row| row.body.is_some());
+    if !kept.is_empty() {
+        let kinds: Vec<&str> = kept.iter().map(|r| r.kind.as_str()).collect();
+        let keys: Vec<&str> = kept.iter().map(|r| r.key.as_str()).collect();
+        let callers: Vec<&str> = kept.iter().map(|r| r.caller.as_str()).collect();
+        let bodies: Vec<&str> = kept
+            .iter()
+            .map(|r| r.body.as_deref().unwrap_or(""))
+            .collect();
+        let expires: Vec<Option<i64>> = kept
+            .iter()
+            .map(|r| r.expires.map(jiff::Timestamp::as_millisecond))
+            .collect();
+        tx.execute(
+            "INSERT INTO call_state (kind, key, caller, body, expires)
+             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[])
+             ON CONFLICT (kind, key) DO UPDATE
+               SET caller = excluded.caller, body = excluded.body, expires = excluded.expires",
+            &[&kinds, &keys, &callers, &bodies, &expires],
+        )?;
+    }
+    if !gone.is_empty() {
+        let kinds: Vec<&str> = gone.iter().map(|r| r.kind.as_str()).collect();
+        let keys: Vec<&str> = gone.iter().map(|r| r.key.as_str()).collect();
+        tx.execute(
+            "DELETE FROM call_state c USING unnest($1::text[], $2::text[]) AS g(kind, key)
+             WHERE c.kind = g.kind AND c.key = g.key",
+            &[&kinds, &keys],
+        )?;
+    }
+    if let Some(last) = entries.last() {
+        tx.execute(
+            "UPDATE call_position SET position = GREATEST(position, $1) WHERE id = 1",
+            &[&last.id],
+        )?;
+    }
+    tx.commit()?;
+    Ok(entries)
+}
+
+/// The kept call state and its position, read under the journal's lock (so no journal
+/// transaction is half seen).
+pub fn load(client: &mut Client) -> Result<(Vec<StateRow>, i64), StoreError> {
+    let mut tx = client.transaction()?;
+    tx.execute(JOURNAL_LOCK, &[])?;
+    let position: i64 = tx
+        .query_one("SELECT position FROM call_position WHERE id = 1", &[])?
+        .get(0);
+    let rows = tx
+        .query(
+            "SELECT kind, key, caller, body, expires FROM call_state ORDER BY kind, key",
+            &[],
+        )?
+        .iter()
+        .map(|row| {
+            state_row(
+                row.get::<_, &str>(0),
+                row.get(1),
+                row.get(2),
+                row.get(3),
+                row.get(4),
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    tx.commit()?;
+    Ok((rows, position))
+}
