@@ -33,6 +33,42 @@ pub struct ConnectionLimits {
     pub idle: Duration,
     /// Connections open at once; past it, new ones wait in the listen backlog.
     pub max_open: usize,
+    /// Connections open at once from one client address; past it, a new one is closed at once.
+    pub max_per_address: usize,
+}
+
+/// Open connections per client address.
+#[derive(Debug, Default)]
+struct PerAddress(Mutex<std::collections::HashMap<std::net::IpAddr, usize>>);
+
+impl PerAddress {
+    /// Counts a connection from `address` if it is under `max`; `false` when it is not.
+    fn enter(&self, address: std::net::IpAddr, max: usize) -> bool {
+        let mut open = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let count = open.entry(address).or_default();
+        if *count >= max {
+            return false;
+        }
+        *count += 1;
+        true
+    }
+
+    /// A connection from `address` closed.
+    fn leave(&self, address: std::net::IpAddr) {
+        let mut open = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(count) = open.get_mut(&address) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                open.remove(&address);
+            }
+        }
+    }
 }
 
 /// Serves `router` on `listener` until `shutdown` completes; answers in flight finish first and
@@ -44,6 +80,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
     let open = Arc::new(tokio::sync::Semaphore::new(limits.max_open.max(1)));
+    let per_address = Arc::new(PerAddress::default());
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut shutdown = pin!(shutdown);
     loop {
@@ -62,6 +99,11 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
+        if !per_address.enter(remote.ip(), limits.max_per_address) {
+            tracing::warn!(%remote, "too many connections from one address; closed");
+            drop(stream);
+            continue;
+        }
         let _ = stream.set_nodelay(true);
         let clock = Arc::new(Clock::new(limits));
         let io = TokioIo::new(Watched::new(stream, Arc::clone(&clock)));
@@ -70,10 +112,12 @@ pub async fn serve(
         // connection goes idle, so `Watched` keeps both deadlines instead.
         let connection = hyper::server::conn::http1::Builder::new().serve_connection(io, service);
         let connection = graceful.watch(connection);
+        let per_address = Arc::clone(&per_address);
         tokio::spawn(async move {
             if let Err(error) = connection.await {
                 tracing::debug!(%remote, "connection closed: {error}");
             }
+            per_address.leave(remote.ip());
             drop(slot);
         });
     }

@@ -29,6 +29,7 @@ pub mod body;
 pub mod catalog;
 pub mod config;
 pub mod connection;
+pub mod edge;
 pub mod effects;
 pub mod error;
 pub mod files;
@@ -48,6 +49,20 @@ pub use config::Config;
 pub use routes::router;
 pub use state::AppState;
 
+/// Reads the ledger's session secret again every [`state::SECRET_REFRESH`], so a rotation
+/// reaches every server of the fleet.
+async fn refresh_session_secret(state: Arc<AppState>) {
+    loop {
+        tokio::time::sleep(state::SECRET_REFRESH).await;
+        let reading = Arc::clone(&state);
+        match tokio::task::spawn_blocking(move || reading.refresh_session_secret()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "the session secret could not be read again"),
+            Err(e) => tracing::warn!(error = %e, "reading the session secret failed"),
+        }
+    }
+}
+
 /// Serves `state` on `listener` until `shutdown` completes; requests in flight finish first,
 /// then the notification worker stops.
 pub async fn serve(
@@ -63,9 +78,12 @@ pub async fn serve(
         header_read: limits.header_timeout,
         idle: limits.idle_timeout,
         max_open: limits.max_connections,
+        max_per_address: limits.max_connections_per_address,
     };
     let notifier = notify::Notifier::start(&state);
+    let secrets = tokio::spawn(refresh_session_secret(Arc::clone(&state)));
     let served = connection::serve(listener, router(state), connections, shutdown).await;
+    secrets.abort();
     if let Some(notifier) = notifier {
         notifier.stop().await;
     }

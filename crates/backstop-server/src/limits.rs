@@ -102,45 +102,6 @@ pub async fn content_length_limit(
     next.run(request).await
 }
 
-/// Refuses a query string whose percent-escapes do not decode to UTF-8 (`?job=%ff%fe`) with
-/// 400 and the path `query`: read leniently, it would be matched as other text.
-pub async fn query_encoding(request: Request, next: Next) -> Response {
-    if let Some(query) = request.uri().query()
-        && !decodes_to_utf8(query)
-    {
-        return ApiError::malformed(vec![backstop_core::Issue::new(
-            "query",
-            "bad_encoding",
-            "the query string's percent-escapes are not UTF-8",
-        )])
-        .into_response();
-    }
-    next.run(request).await
-}
-
-/// Whether every `&`-separated part of a query string percent-decodes to UTF-8.
-fn decodes_to_utf8(query: &str) -> bool {
-    query.split('&').all(|part| {
-        let bytes = part.as_bytes();
-        let mut decoded = Vec::with_capacity(bytes.len());
-        let mut i = 0;
-        while i < bytes.len() {
-            let escaped = (bytes[i] == b'%')
-                .then(|| part.get(i + 1..i + 3))
-                .flatten()
-                .and_then(|hex| u8::from_str_radix(hex, 16).ok());
-            if let Some(byte) = escaped {
-                decoded.push(byte);
-                i += 3;
-            } else {
-                decoded.push(bytes[i]);
-                i += 1;
-            }
-        }
-        std::str::from_utf8(&decoded).is_ok()
-    })
-}
-
 /// Answers 503 with the refusal shape when a request takes longer than the configured timeout.
 pub async fn timeout(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
     let limit = state.config.limits.timeout;
@@ -157,17 +118,5 @@ pub async fn timeout(State(state): State<Arc<AppState>>, request: Request, next:
         );
         error.retry_after = Some(1);
         error.into_response()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_query_decodes_to_utf8_or_is_refused() {
-        assert!(super::decodes_to_utf8("job=vendor-risk&limit=5"));
-        assert!(super::decodes_to_utf8("job=%C3%A9t%C3%A9"));
-        assert!(super::decodes_to_utf8("caller=50%25&x=%zz"));
-        assert!(!super::decodes_to_utf8("job=%ff%fe"));
-        assert!(!super::decodes_to_utf8("a=1&job=%C3"));
     }
 }

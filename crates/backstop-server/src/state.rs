@@ -42,7 +42,13 @@ pub struct AppState {
     pub metrics: Metrics,
     /// Side effects: the simulator's secret and stats, the wake-up for recorded deliveries.
     pub effects: crate::effects::Effects,
+    /// The operator page's session secret, as the ledger holds it (read again every
+    /// [`SECRET_REFRESH`], so a rotation reaches every server of the fleet).
+    pub session_secret: RwLock<String>,
 }
+
+/// How often a server reads the ledger's session secret again.
+pub const SECRET_REFRESH: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl AppState {
     /// The state for `config`, with its catalog loaded, and the recovery rebuilt from the call
@@ -99,6 +105,11 @@ impl AppState {
             // This server's [[notify]] targets become the ledger's from here on.
             crate::notify::subscribe(store.as_ref(), &config.notify.targets, now)?;
         }
+        let session_secret = store.secret(
+            crate::ui::session::SECRET_NAME,
+            &crate::ui::session::fresh_secret(),
+            now,
+        )?;
         let recovery = calls;
         let recovery = Arc::new(Mutex::new(recovery));
         let attempts = AttemptQueue::start(Arc::clone(&store), Arc::clone(&recovery), position)
@@ -124,7 +135,34 @@ impl AppState {
             config,
             config_path,
             metrics: Metrics::default(),
+            session_secret: RwLock::new(session_secret),
         })
+    }
+
+    /// The session secret in use.
+    pub fn session_secret(&self) -> String {
+        self.session_secret
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Reads the ledger's session secret again (after `backstop config
+    /// rotate-session-secret`, say). It reads the ledger: call it off the async workers.
+    ///
+    /// # Errors
+    /// The ledger failed; the secret in use stays.
+    pub fn refresh_session_secret(&self) -> Result<(), backstop_store::StoreError> {
+        let secret = self.store.secret(
+            crate::ui::session::SECRET_NAME,
+            &crate::ui::session::fresh_secret(),
+            Timestamp::now(),
+        )?;
+        *self
+            .session_secret
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = secret;
+        Ok(())
     }
 
     /// Journals the strategies of the catalog in use, so every server on the ledger uses them

@@ -227,6 +227,14 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         now: Timestamp,
     ) -> Result<Option<ReviewItem>, StoreError>;
 
+    /// The secret named `name` that every server on the ledger shares (the operator page's
+    /// session key): the stored one, or `fresh`, stored now, when there is none.
+    fn secret(&self, name: &str, fresh: &str, now: Timestamp) -> Result<String, StoreError>;
+
+    /// Replaces the secret named `name` with `fresh`: what was signed with the old one is no
+    /// longer accepted.
+    fn rotate_secret(&self, name: &str, fresh: &str, now: Timestamp) -> Result<(), StoreError>;
+
     /// Whether the store answers: a cheap read.
     fn ping(&self) -> Result<(), StoreError>;
 

@@ -71,6 +71,9 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Config(cli::ConfigCommand::Check(args)) => {
             commands::config::check(&args, &mut out)?
         }
+        Command::Config(cli::ConfigCommand::RotateSessionSecret(args)) => {
+            commands::config::rotate_session_secret(&args, &mut out, &mut err)?
+        }
         Command::Config(cli::ConfigCommand::NewKey) => {
             commands::config::new_key(&mut out, &mut err)?
         }

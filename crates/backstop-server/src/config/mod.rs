@@ -33,7 +33,7 @@ const TOP_KEYS: [&str; 11] = [
     "limits",
     "keys",
 ];
-const LIMIT_KEYS: [&str; 9] = [
+const LIMIT_KEYS: [&str; 10] = [
     "body_bytes",
     "timeout_ms",
     "rate_per_second",
@@ -43,6 +43,7 @@ const LIMIT_KEYS: [&str; 9] = [
     "header_timeout_ms",
     "idle_timeout_ms",
     "max_connections",
+    "max_connections_per_address",
 ];
 const KEY_KEYS: [&str; 3] = ["hash", "caller", "role"];
 
@@ -94,6 +95,9 @@ pub struct Limits {
     pub idle_timeout: Duration,
     /// Connections open at once (default 1024); past it, new ones wait until one closes.
     pub max_connections: usize,
+    /// Connections open at once from one client address (default 256); past it, a new one
+    /// from that address is closed at once, so one client cannot take every slot.
+    pub max_connections_per_address: usize,
 }
 
 impl Default for Limits {
@@ -108,6 +112,7 @@ impl Default for Limits {
             header_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_mins(1),
             max_connections: 1024,
+            max_connections_per_address: 256,
         }
     }
 }
@@ -316,6 +321,10 @@ fn limits(value: &Value, issues: &mut Vec<Issue>) -> Limits {
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     if let Some(n) = positive("max_connections") {
         limits.max_connections = (n as usize).max(1);
+    }
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    if let Some(n) = positive("max_connections_per_address") {
+        limits.max_connections_per_address = (n as usize).max(1);
     }
     limits
 }

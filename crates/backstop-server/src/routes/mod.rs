@@ -11,7 +11,7 @@ use axum::routing::{get, post};
 
 use crate::auth::authenticate;
 use crate::error::ApiError;
-use crate::limits::{content_length_limit, query_encoding, timeout};
+use crate::limits::{content_length_limit, timeout};
 use crate::state::AppState;
 
 pub mod cases;
@@ -28,15 +28,38 @@ pub mod webhooks;
 /// at `/ui`.
 pub fn router(state: Arc<AppState>) -> Router {
     let api = api_router(Arc::clone(&state));
-    let mcp = crate::mcp::routes(&state, api.clone())
+    let mcp = crate::mcp::routes(&state, api)
         .route_layer(middleware::from_fn_with_state(Arc::clone(&state), count));
-    let ui = crate::ui::routes(&state).route_layer(middleware::from_fn_with_state(state, count));
-    api.merge(mcp).merge(ui)
+    let ui = crate::ui::routes(&state)
+        .route_layer(middleware::from_fn_with_state(Arc::clone(&state), count));
+    // One set of edge layers over every route: `/v1`, `/ui` and `/mcp` alike.
+    let routes = api_routes(Arc::clone(&state)).merge(mcp).merge(ui);
+    edge(routes, state)
 }
 
 /// Every API route, with authentication, limits and metrics: what MCP tool calls reach.
 pub fn api_router(state: Arc<AppState>) -> Router {
-    let body_limit = state.config.limits.body_bytes;
+    let routes = api_routes(Arc::clone(&state));
+    edge(routes, state)
+}
+
+/// What every request passes first, outermost first: a write from another site refused, a
+/// path and query checked, a declared body over the limit refused at once, a JSON route given
+/// only JSON, the request timeout, the body limit.
+fn edge(router: Router, state: Arc<AppState>) -> Router {
+    router
+        .layer(axum::extract::DefaultBodyLimit::max(
+            state.config.limits.body_bytes,
+        ))
+        .layer(middleware::from_fn_with_state(Arc::clone(&state), timeout))
+        .layer(middleware::from_fn(crate::edge::json_only))
+        .layer(middleware::from_fn_with_state(state, content_length_limit))
+        .layer(middleware::from_fn(crate::edge::clean_uri))
+        .layer(middleware::from_fn(crate::edge::same_site_writes))
+}
+
+/// The API's routes, their authentication and metrics, without the edge layers.
+fn api_routes(state: Arc<AppState>) -> Router {
     let api = Router::new()
         .route("/v1/classify", post(classify::classify))
         .route("/v1/recover", post(recover::recover))
@@ -70,13 +93,6 @@ pub fn api_router(state: Arc<AppState>) -> Router {
         .route_layer(middleware::from_fn_with_state(Arc::clone(&state), count))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(axum::extract::DefaultBodyLimit::max(body_limit))
-        .layer(middleware::from_fn_with_state(Arc::clone(&state), timeout))
-        .layer(middleware::from_fn_with_state(
-            Arc::clone(&state),
-            content_length_limit,
-        ))
-        .layer(middleware::from_fn(query_encoding))
         .with_state(state)
 }
 

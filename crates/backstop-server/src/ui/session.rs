@@ -1,13 +1,15 @@
 //! Operator sessions on the page: a signed cookie, no server-side state, so any server of a
-//! fleet with the same keys accepts it.
+//! fleet on the same ledger accepts it.
 //!
 //! The cookie is `KEYID.EXPIRES.MAC`: the first 16 hex digits of the operator's key hash, the
-//! expiry in Unix seconds, and an HMAC-SHA256 of both keyed by that key's full hash. A key
-//! taken out of the config ends its sessions. A form's CSRF token is another HMAC of the same
+//! expiry in Unix seconds, and an HMAC-SHA256 of the key's full hash and both, keyed by the
+//! ledger's session secret: a random value made by the first server on the ledger, shared by
+//! the fleet, never in the config, replaced by `backstop config rotate-session-secret` (which
+//! ends every session). Knowing the config (which holds only key hashes) is not enough to sign
+//! one. An expiry further out than a session lasts is refused, whatever its MAC. A key taken
+//! out of the config ends its sessions. A form's CSRF token is another HMAC of the same
 //! session, so it needs no storage either. An open service (no keys) signs the local operator
-//! in with a secret of the process.
-
-use std::sync::OnceLock;
+//! in the same way.
 
 use hmac::{Hmac, KeyInit, Mac};
 use jiff::Timestamp;
@@ -27,6 +29,10 @@ pub const LOGIN_COOKIE: &str = "backstop_login";
 pub const LIFETIME_SECONDS: i64 = 8 * 60 * 60;
 /// The key id of the local operator of an open service.
 const LOCAL: &str = "local";
+/// How far a server's clock may run behind the one that signed a session.
+const CLOCK_SKEW_SECONDS: i64 = 5 * 60;
+/// The ledger's name for the page's session secret.
+pub const SECRET_NAME: &str = "ui_session";
 
 /// A signed-in operator.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,12 +56,8 @@ pub enum SignInError {
 
 /// Signs in with `key` (ignored on an open service) at `now`.
 pub fn sign_in(state: &AppState, key: &str, now: Timestamp) -> Result<Session, SignInError> {
-    let (key_id, secret, caller) = if state.is_open() {
-        (
-            LOCAL.to_owned(),
-            process_secret().to_owned(),
-            local_operator(),
-        )
+    let (key_id, key_hash, caller) = if state.is_open() {
+        (LOCAL.to_owned(), LOCAL.to_owned(), local_operator())
     } else {
         let hash = hash_key(key.trim());
         let caller = state
@@ -68,10 +70,14 @@ pub fn sign_in(state: &AppState, key: &str, now: Timestamp) -> Result<Session, S
         }
         (hash[..16].to_owned(), hash.clone(), caller.clone())
     };
+    let secret = state.session_secret();
     let expires = now.as_second() + LIFETIME_SECONDS;
     let payload = format!("{key_id}.{expires}");
-    let token = format!("{payload}.{}", sign(&secret, "session", &payload));
-    let csrf = sign(&secret, "csrf", &payload);
+    let token = format!(
+        "{payload}.{}",
+        sign(&secret, "session", &key_hash, &payload)
+    );
+    let csrf = sign(&secret, "csrf", &key_hash, &payload);
     Ok(Session {
         caller,
         token,
@@ -84,13 +90,17 @@ pub fn sign_in(state: &AppState, key: &str, now: Timestamp) -> Result<Session, S
 pub fn verify(state: &AppState, token: &str, now: Timestamp) -> Option<Session> {
     let mut parts = token.splitn(3, '.');
     let (key_id, expires, mac) = (parts.next()?, parts.next()?, parts.next()?);
-    if expires.parse::<i64>().ok()? <= now.as_second() {
+    let expires_at = expires.parse::<i64>().ok()?;
+    // Expired, or further out than any session this fleet signs.
+    if expires_at <= now.as_second()
+        || expires_at > now.as_second() + LIFETIME_SECONDS + CLOCK_SKEW_SECONDS
+    {
         return None;
     }
-    let (secret, caller) = if key_id == LOCAL {
+    let (key_hash, caller) = if key_id == LOCAL {
         state
             .is_open()
-            .then(|| (process_secret().to_owned(), local_operator()))?
+            .then(|| (LOCAL.to_owned(), local_operator()))?
     } else {
         let (hash, caller) = state
             .keys
@@ -98,14 +108,15 @@ pub fn verify(state: &AppState, token: &str, now: Timestamp) -> Option<Session> 
             .find(|(hash, caller)| hash.starts_with(key_id) && caller.role == Role::Operator)?;
         (hash.clone(), caller.clone())
     };
+    let secret = state.session_secret();
     let payload = format!("{key_id}.{expires}");
-    if !verify_mac(&secret, "session", &payload, mac) {
+    if !verify_mac(&secret, "session", &key_hash, &payload, mac) {
         return None;
     }
     Some(Session {
         caller,
         token: token.to_owned(),
-        csrf: sign(&secret, "csrf", &payload),
+        csrf: sign(&secret, "csrf", &key_hash, &payload),
     })
 }
 
@@ -128,29 +139,33 @@ pub fn nonce() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
 
-fn sign(secret: &str, purpose: &str, payload: &str) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("any key");
-    mac.update(purpose.as_bytes());
-    mac.update(b"|");
-    mac.update(payload.as_bytes());
-    hex(&mac.finalize().into_bytes())
+/// A fresh random session secret (256 bits from the system's random source).
+pub fn fresh_secret() -> String {
+    format!("{}{}", nonce(), nonce())
 }
 
-fn verify_mac(secret: &str, purpose: &str, payload: &str, presented: &str) -> bool {
+fn mac_of(secret: &str, purpose: &str, key_hash: &str, payload: &str) -> Hmac<Sha256> {
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("any key");
+    for part in [purpose, key_hash, payload] {
+        mac.update(part.as_bytes());
+        mac.update(b"|");
+    }
+    mac
+}
+
+fn sign(secret: &str, purpose: &str, key_hash: &str, payload: &str) -> String {
+    hex(&mac_of(secret, purpose, key_hash, payload)
+        .finalize()
+        .into_bytes())
+}
+
+fn verify_mac(secret: &str, purpose: &str, key_hash: &str, payload: &str, presented: &str) -> bool {
     let Some(bytes) = unhex(presented) else {
         return false;
     };
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("any key");
-    mac.update(purpose.as_bytes());
-    mac.update(b"|");
-    mac.update(payload.as_bytes());
-    mac.verify_slice(&bytes).is_ok()
-}
-
-/// The secret of an open service's sessions: new each start.
-fn process_secret() -> &'static str {
-    static SECRET: OnceLock<String> = OnceLock::new();
-    SECRET.get_or_init(|| format!("{}{}", nonce(), nonce()))
+    mac_of(secret, purpose, key_hash, payload)
+        .verify_slice(&bytes)
+        .is_ok()
 }
 
 fn unhex(text: &str) -> Option<Vec<u8>> {

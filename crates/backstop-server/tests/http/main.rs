@@ -12,6 +12,7 @@ mod calls;
 mod caps;
 mod cases;
 mod connections;
+mod edge;
 mod effects;
 mod fleet;
 mod idempotency;

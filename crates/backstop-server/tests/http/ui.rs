@@ -242,3 +242,91 @@ fn an_open_service_signs_in_its_local_operator_with_the_forms_token() {
         "signed in as the local operator"
     );
 }
+
+/// An HMAC-SHA256 in hex, as sessions are signed: `parts` each followed by `|`.
+fn mac(secret: &str, parts: &[&str]) -> String {
+    use hmac::{Hmac, KeyInit, Mac};
+    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+    for part in parts {
+        mac.update(part.as_bytes());
+        mac.update(b"|");
+    }
+    backstop_core::case::identity::hex(&mac.finalize().into_bytes())
+}
+
+#[test]
+fn who_holds_the_config_cannot_sign_a_session() {
+    let server = start();
+    // The operator's key hash is what `[[keys]]` holds: everything the config gives away.
+    let hash = backstop_server::config::hash_key(OPERATOR);
+    let expires = jiff::Timestamp::now().as_second() + 3600;
+    let payload = format!("{}.{expires}", &hash[..16]);
+    // Signed as sessions were before (keyed by the hash), and as they are now but keyed by it.
+    let before = {
+        use hmac::{Hmac, KeyInit, Mac};
+        let mut mac = Hmac::<sha2::Sha256>::new_from_slice(hash.as_bytes()).unwrap();
+        mac.update(b"session|");
+        mac.update(payload.as_bytes());
+        backstop_core::case::identity::hex(&mac.finalize().into_bytes())
+    };
+    for forged in [before, mac(&hash, &["session", &hash, &payload])] {
+        let cookie = format!("{COOKIE}={payload}.{forged}");
+        let answer = get(&server, "/ui", Some(&cookie));
+        assert_eq!(answer.status, 303, "a forged session was accepted");
+        let resolve = post_form(
+            &server,
+            "/ui/items/1/resolve",
+            Some(&cookie),
+            &[
+                ("decision", "approve"),
+                ("csrf", &mac(&hash, &["csrf", &hash, &payload])),
+            ],
+        );
+        assert_ne!(resolve.status, 200, "{}", resolve.text);
+        assert_ne!(resolve.status, 303, "{}", resolve.text);
+    }
+    // Even signed with the real secret, an expiry further out than a session lasts is refused.
+    let secret = server.state.session_secret();
+    let far = jiff::Timestamp::now().as_second() + 30 * 24 * 3600;
+    let payload = format!("{}.{far}", &hash[..16]);
+    let cookie = format!(
+        "{COOKIE}={payload}.{}",
+        mac(&secret, &["session", &hash, &payload])
+    );
+    assert_eq!(get(&server, "/ui", Some(&cookie)).status, 303);
+    // And what the real secret signs within a session's life is a session.
+    let payload = format!("{}.{expires}", &hash[..16]);
+    let cookie = format!(
+        "{COOKIE}={payload}.{}",
+        mac(&secret, &["session", &hash, &payload])
+    );
+    assert_eq!(get(&server, "/ui", Some(&cookie)).status, 200);
+}
+
+#[test]
+fn a_rotated_secret_ends_every_session_on_every_server() {
+    let server = start();
+    let beside = crate::support::start_beside(&server);
+    let session = sign_in(&server, OPERATOR).unwrap();
+    assert_eq!(get(&server, "/ui", Some(&session)).status, 200);
+    assert_eq!(
+        get(&beside, "/ui", Some(&session)).status,
+        200,
+        "the fleet shares the secret"
+    );
+    server
+        .state
+        .store
+        .rotate_secret(
+            backstop_server::ui::session::SECRET_NAME,
+            "a-new-secret-nobody-has-seen",
+            jiff::Timestamp::now(),
+        )
+        .unwrap();
+    for s in [&server, &beside] {
+        s.state.refresh_session_secret().unwrap();
+        assert_eq!(get(s, "/ui", Some(&session)).status, 303);
+    }
+    let again = sign_in(&beside, OPERATOR).unwrap();
+    assert_eq!(get(&server, "/ui", Some(&again)).status, 200);
+}

@@ -167,6 +167,31 @@ impl Store for PostgresStore {
         self.with(|session| queries::journal_after(&mut session.client, after))
     }
 
+    fn secret(&self, name: &str, fresh: &str, now: Timestamp) -> Result<String, StoreError> {
+        self.side(|client| {
+            client.execute(
+                "INSERT INTO secrets (name, value, created_at) VALUES ($1, $2, $3)
+                 ON CONFLICT (name) DO NOTHING",
+                &[&name, &fresh, &now.as_millisecond()],
+            )?;
+            Ok(client
+                .query_one("SELECT value FROM secrets WHERE name = $1", &[&name])?
+                .get(0))
+        })
+    }
+
+    fn rotate_secret(&self, name: &str, fresh: &str, now: Timestamp) -> Result<(), StoreError> {
+        self.side(|client| {
+            client.execute(
+                "INSERT INTO secrets (name, value, created_at) VALUES ($1, $2, $3)
+                 ON CONFLICT (name) DO UPDATE SET value = excluded.value,
+                                                  created_at = excluded.created_at",
+                &[&name, &fresh, &now.as_millisecond()],
+            )?;
+            Ok(())
+        })
+    }
+
     fn call_state(&self) -> Result<(Vec<StateRow>, i64), StoreError> {
         self.with(|session| call_state::load(&mut session.client))
     }

@@ -205,6 +205,11 @@ CREATE TABLE call_position (
     position BIGINT  NOT NULL
 );
 INSERT INTO call_position (id, position) VALUES (1, 0);
+CREATE TABLE secrets (
+    name       TEXT   PRIMARY KEY,
+    value      TEXT   NOT NULL,
+    created_at BIGINT NOT NULL
+);
 ",
 ];
 

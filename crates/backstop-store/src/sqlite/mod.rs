@@ -178,6 +178,33 @@ impl Store for SqliteStore {
         self.read(call_state::load)
     }
 
+    fn secret(&self, name: &str, fresh: &str, now: Timestamp) -> Result<String, StoreError> {
+        self.write(|connection| {
+            connection.execute(
+                "INSERT INTO secrets (name, value, created_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (name) DO NOTHING",
+                rusqlite::params![name, fresh, now.as_millisecond()],
+            )?;
+            Ok(connection.query_row(
+                "SELECT value FROM secrets WHERE name = ?1",
+                [name],
+                |row| row.get(0),
+            )?)
+        })
+    }
+
+    fn rotate_secret(&self, name: &str, fresh: &str, now: Timestamp) -> Result<(), StoreError> {
+        self.write(|connection| {
+            connection.execute(
+                "INSERT INTO secrets (name, value, created_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (name) DO UPDATE SET value = excluded.value,
+                                                  created_at = excluded.created_at",
+                rusqlite::params![name, fresh, now.as_millisecond()],
+            )?;
+            Ok(())
+        })
+    }
+
     fn open_task_review(
         &self,
         caller: &str,

@@ -10,7 +10,7 @@ mod notify;
 mod service;
 
 pub use cases::{
-    CasesCommand, CasesShowArgs, DecideArgs, PurgeArgs, ReviewCommand, ReviewListArgs,
+    CasesCommand, CasesShowArgs, DecideArgs, LedgerArgs, PurgeArgs, ReviewCommand, ReviewListArgs,
     ReviewResolveArgs, ReviewShowArgs, ReviewStatus, TaskArgs, TaskCommand,
 };
 use cases::{DECIDE_HELP, PURGE_HELP};

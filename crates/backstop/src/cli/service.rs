@@ -59,6 +59,13 @@ pub enum ConfigCommand {
         after_help = "Exit codes:\n  0  a key and its hash were printed\n  1  the system's random source could not be read"
     )]
     NewKey,
+    /// Replace the operator page's session secret in the ledger: every signed-in operator is
+    /// signed out (every server of the fleet takes the new secret up within 30 s). Do it when a
+    /// session cookie may have leaked, or on a schedule.
+    #[command(
+        after_help = "Exit codes:\n  0  the secret was replaced\n  1  the ledger could not be opened or written\n  2  no ledger at --db"
+    )]
+    RotateSessionSecret(crate::cli::LedgerArgs),
 }
 
 /// `backstop config check`.

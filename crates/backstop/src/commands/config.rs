@@ -1,4 +1,4 @@
-//! `backstop config check|hash-key`.
+//! `backstop config check|hash-key|new-key|rotate-session-secret`.
 
 use std::fmt::Write as _;
 use std::io::{self, Read, Write};
@@ -103,4 +103,29 @@ pub fn new_key(out: &mut impl Write, err: &mut impl Write) -> io::Result<u8> {
     writeln!(out, "key  {key}")?;
     writeln!(out, "hash {}", hash_key(&key))?;
     Ok(EXIT_OK)
+}
+
+/// Replaces the operator page's session secret in the ledger.
+pub fn rotate_session_secret(
+    args: &crate::cli::LedgerArgs,
+    out: &mut impl Write,
+    err: &mut impl Write,
+) -> io::Result<u8> {
+    use backstop_server::ui::session::{SECRET_NAME, fresh_secret};
+    let command = "config rotate-session-secret";
+    let store = match super::cases::open_existing(&args.db, command, err)? {
+        Ok(store) => store,
+        Err(code) => return Ok(code),
+    };
+    match store.rotate_secret(SECRET_NAME, &fresh_secret(), jiff::Timestamp::now()) {
+        Ok(()) => {
+            writeln!(
+                out,
+                "the operator page's session secret was replaced: every session ends (each \
+                 server takes the new secret up within 30 s)"
+            )?;
+            Ok(EXIT_OK)
+        }
+        Err(e) => super::cases::store_failed(&e, err),
+    }
 }
