@@ -44,6 +44,9 @@ impl Catalog {
                 Ok(pack) if let Some(issue) = unknown_zone(&pack) => {
                     issues.push(issue.within(&origin));
                 }
+                Ok(pack) if let Some(issue) = forbidden_status_url(&pack, config.outbound) => {
+                    issues.push(issue.within(&origin));
+                }
                 Ok(pack) => {
                     if packs.contains_key(&pack.job) {
                         issues.push(Issue::new(
@@ -127,6 +130,14 @@ pub fn unknown_zone(pack: &Pack) -> Option<Issue> {
             format!("`{zone}` is not a time zone this machine knows (an IANA name such as America/Chicago)"),
         )
     })
+}
+
+/// The issue with a pack whose `[dispatch] status_url` names a host the service may not
+/// contact (see [`crate::outbound`]).
+pub fn forbidden_status_url(pack: &Pack, policy: crate::outbound::Outbound) -> Option<Issue> {
+    let url = pack.dispatch.as_ref()?.status_url.as_deref()?;
+    let why = policy.check_url(&url.replace("{key}", "k")).err()?;
+    Some(Issue::new("dispatch.status_url", "forbidden_target", why))
 }
 
 /// The default packs: `./packs` when it is a folder, so a fresh checkout serves its examples.

@@ -39,6 +39,7 @@ pub mod mcp;
 pub mod metrics;
 pub mod notify;
 pub mod openapi;
+pub mod outbound;
 pub mod queue;
 pub mod routes;
 pub mod state;

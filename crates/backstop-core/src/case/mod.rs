@@ -31,10 +31,11 @@ mod result;
 pub(crate) use attempt::escalation;
 pub use attempt::{attempt, is_escalation_lane};
 pub use refusal_code::RefusalCode;
+pub use request::nul_characters;
 pub use request::{
     CaseLookup, MAX_EXECUTION_ID_CHARS, REQUEST_FIELDS, RelatedRecord, Request, parse_request,
 };
-pub(crate) use request::{named_case, nul_characters, unknown_fields, wrong};
+pub(crate) use request::{named_case, unknown_fields, wrong};
 #[cfg(feature = "openapi")]
 pub use request_schema::{CaseName, EvidenceBody, ExcerptBody, RelatedBody, RequestBody};
 pub use result::{

@@ -222,7 +222,7 @@ fn execution_id(value: Option<&Value>, issues: &mut Vec<Issue>) -> String {
 
 /// Every string holding U+0000, with its path: no ledger can store it (`PostgreSQL` refuses it
 /// in text), so the request is refused whole rather than failing half-way.
-pub(crate) fn nul_characters(value: &Value, path: &str, issues: &mut Vec<Issue>) {
+pub fn nul_characters(value: &Value, path: &str, issues: &mut Vec<Issue>) {
     match value {
         Value::String(text) if text.contains('\0') => issues.push(Issue::new(
             path,
@@ -236,7 +236,14 @@ pub(crate) fn nul_characters(value: &Value, path: &str, issues: &mut Vec<Issue>)
         }
         Value::Object(fields) => {
             for (key, item) in fields {
-                nul_characters(item, &join_path(path, key), issues);
+                if key.contains('\0') {
+                    issues.push(Issue::new(
+                        path,
+                        "bad_characters",
+                        "a field name may not hold U+0000 (NUL)",
+                    ));
+                }
+                nul_characters(item, &join_path(path, &key.replace('\0', "\\0")), issues);
             }
         }
         _ => {}

@@ -108,7 +108,10 @@ pub fn parse_delivery(body: &Value) -> Result<Delivery, Vec<Issue>> {
     };
     let result = match top.get("result") {
         None | Some(Value::Null) => None,
-        Some(Value::Object(map)) => Some(map.clone()),
+        Some(Value::Object(map)) => {
+            check_result_strings(map, &mut issues);
+            Some(map.clone())
+        }
         Some(other) => {
             issues.push(wrong("result", "an object or null", other));
             None
@@ -152,6 +155,21 @@ pub fn parse_delivery(body: &Value) -> Result<Delivery, Vec<Issue>> {
         confidence,
         failure_code,
     })
+}
+
+/// What the pack asks of a result is kept: each string held to a value's cap, and no NUL.
+fn check_result_strings(map: &Map<String, Value>, issues: &mut Vec<Issue>) {
+    for (field, value) in map {
+        if let Value::String(text) = value {
+            crate::issue::check_length(
+                text,
+                &format!("result.{field}"),
+                crate::issue::MAX_VALUE_CHARS,
+                issues,
+            );
+        }
+    }
+    crate::case::nul_characters(&Value::Object(map.clone()), "result", issues);
 }
 
 /// The fields of a result that `pack` asks (its question keys): the only part of a source's

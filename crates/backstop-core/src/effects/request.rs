@@ -16,6 +16,8 @@ use crate::pack::{DispatchPolicy, Pack};
 pub const MAX_RECIPIENTS: usize = 100;
 /// The largest `content`, as JSON text, in bytes.
 pub const MAX_CONTENT_BYTES: usize = 64 * 1024;
+/// The largest `simulate` object a recipient may carry, as JSON.
+pub const MAX_SIMULATE_BYTES: usize = 8 * 1024;
 
 /// The fields a dispatch request may have.
 pub const DISPATCH_FIELDS: [&str; 5] = ["case", "content", "values", "recipients", "not_before"];
@@ -303,6 +305,15 @@ impl RecipientRead<'_> {
         };
         let simulate = match fields.get("simulate") {
             None | Some(Value::Null) => None,
+            // It is kept with the dispatch until the simulator answers: held to a small size.
+            Some(s @ Value::Object(_)) if s.to_string().len() > MAX_SIMULATE_BYTES => {
+                issues.push(Issue::new(
+                    join_path(path, "simulate"),
+                    "too_long",
+                    format!("`simulate` is at most {MAX_SIMULATE_BYTES} bytes as JSON"),
+                ));
+                None
+            }
             Some(s @ Value::Object(_)) => Some(s.clone()),
             Some(other) => {
                 issues.push(wrong(

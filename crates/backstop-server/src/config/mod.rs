@@ -20,7 +20,8 @@ mod notify;
 pub use effects::{EffectsConfig, MIN_SECRET_CHARS, SIMULATOR_SOURCE, WebhookSource};
 pub use notify::{NotifyConfig, NotifyTarget};
 
-const TOP_KEYS: [&str; 11] = [
+const TOP_KEYS: [&str; 12] = [
+    "outbound",
     "notify",
     "dispatch",
     "webhooks",
@@ -70,6 +71,8 @@ pub struct Config {
     pub effects: EffectsConfig,
     /// Notifications for people: `[[notify]]` targets and their delivery.
     pub notify: NotifyConfig,
+    /// Where the service may send requests of its own (`[outbound]`).
+    pub outbound: crate::outbound::Outbound,
 }
 
 /// Request limits.
@@ -150,6 +153,7 @@ impl Default for Config {
             keys: Vec::new(),
             effects: EffectsConfig::default(),
             notify: NotifyConfig::default(),
+            outbound: crate::outbound::Outbound::default(),
         }
     }
 }
@@ -210,9 +214,46 @@ impl Config {
             config.keys = keys(value, &mut issues);
         }
         config.effects = effects::parse(&table, &mut issues);
+        config.outbound = outbound(&table, &mut issues);
         config.notify = notify::parse(&table, &mut issues);
+        for (i, target) in config.notify.targets.iter().enumerate() {
+            if let Err(why) = config.outbound.check_url(&target.url) {
+                issues.push(Issue::new(
+                    format!("notify[{i}].url"),
+                    "forbidden_target",
+                    why,
+                ));
+            }
+        }
         (config, issues)
     }
+}
+
+/// `[outbound]`: where the service may send requests of its own.
+fn outbound(table: &Table, issues: &mut Vec<Issue>) -> crate::outbound::Outbound {
+    let mut policy = crate::outbound::Outbound::default();
+    let Some(value) = table.get("outbound") else {
+        return policy;
+    };
+    let Some(section) = value.as_table() else {
+        issues.push(Issue::new(
+            "outbound",
+            "wrong_type",
+            "expected an [outbound] table",
+        ));
+        return policy;
+    };
+    unknown_keys(section, "outbound", &["allow_loopback"], issues);
+    match section.get("allow_loopback") {
+        None => {}
+        Some(Value::Boolean(allow)) => policy.allow_loopback = *allow,
+        Some(other) => issues.push(Issue::new(
+            "outbound.allow_loopback",
+            "wrong_type",
+            format!("expected true or false, found {}", other.type_str()),
+        )),
+    }
+    policy
 }
 
 /// The hex SHA-256 of an API key, as the config stores it.
@@ -403,6 +444,45 @@ fn keys(value: &Value, issues: &mut Vec<Issue>) -> Vec<ApiKey> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_notify_target_the_outbound_policy_forbids_is_an_issue_at_its_path() {
+        let text = |allow: &str, url: &str| {
+            format!(
+                "{allow}\n[[notify]]\nurl = \"{url}\"\nsecret = \"0123456789abcdef\"\nevents = [\"review_opened\"]\n"
+            )
+        };
+        let issues = |text: &str| {
+            let (_, issues) = Config::parse_all(text, Path::new("/etc/backstop"));
+            issues
+                .into_iter()
+                .map(|i| (i.path, i.code))
+                .collect::<Vec<_>>()
+        };
+        let forbidden = vec![("notify[0].url".to_owned(), "forbidden_target".to_owned())];
+        assert_eq!(
+            issues(&text("", "http://169.254.169.254/latest")),
+            forbidden
+        );
+        assert_eq!(issues(&text("", "http://127.0.0.1:9000/hook")), forbidden);
+        let local = "[outbound]\nallow_loopback = true";
+        assert_eq!(issues(&text(local, "http://127.0.0.1:9000/hook")), vec![]);
+        assert_eq!(
+            issues(&text(local, "http://169.254.169.254/latest")),
+            forbidden,
+            "metadata stays forbidden"
+        );
+        assert_eq!(
+            issues("[outbound]\nallow_loopback = \"yes\"\nmore = 1\n"),
+            vec![
+                ("outbound.more".to_owned(), "unknown_key".to_owned()),
+                (
+                    "outbound.allow_loopback".to_owned(),
+                    "wrong_type".to_owned()
+                ),
+            ]
+        );
+    }
 
     #[test]
     fn an_empty_config_gives_the_defaults() {

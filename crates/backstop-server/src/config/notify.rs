@@ -244,6 +244,8 @@ mod tests {
     fn a_good_entry_parses_with_its_defaults() {
         let config = Config::parse(
             r#"
+[outbound]
+allow_loopback = true
 [[notify]]
 url = "https://hooks.example.com/backstop"
 secret = "0123456789abcdef"

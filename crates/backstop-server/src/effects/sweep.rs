@@ -94,10 +94,17 @@ async fn ask_status(state: &AppState, dispatch: &DispatchRecord) -> Option<Value
         .status_url
         .as_ref()?
         .replace("{key}", &dispatch.key);
+    let policy = state.config.outbound;
     let fetched = tokio::task::spawn_blocking(move || {
+        if let Err(why) = policy.check_resolved(&url) {
+            tracing::warn!(%why, "the status URL is not contacted");
+            return None;
+        }
+        // A redirect is not followed: it could point anywhere the policy forbids.
         let agent = ureq::Agent::config_builder()
             .timeout_global(Some(std::time::Duration::from_secs(10)))
             .http_status_as_error(true)
+            .max_redirects(0)
             .build()
             .new_agent();
         agent

@@ -71,7 +71,10 @@ impl Worker {
             Admission::Allowed => BATCH,
         };
         let store = &self.state.store;
-        let due = match store.claim_notifications(&target.name, claim, now, policy.lease, limit) {
+        // The lease outlasts the whole batch (each try may take the full timeout), so no other
+        // server claims a row while this one may still be sending it.
+        let lease = batch_lease(policy.lease, policy.timeout_ms, limit);
+        let due = match store.claim_notifications(&target.name, claim, now, lease, limit) {
             Ok(due) => due,
             Err(e) => {
                 tracing::warn!(to = %target.name, error = %e, "notifications could not be claimed; trying again next round");
@@ -116,7 +119,10 @@ impl Worker {
         if let Admission::Rejected { until } = breaker.admit(Timestamp::now()) {
             return NotifyOutcome::Release { at: until };
         }
-        let sent = send::post(agent, target, &row.payload, Timestamp::now().as_second());
+        let sent = match self.state.config.outbound.check_resolved(&target.url) {
+            Ok(()) => send::post(agent, target, &row.payload, Timestamp::now().as_second()),
+            Err(why) => Err(format!("not contacted: {why}")),
+        };
         let now = Timestamp::now();
         let metrics = &self.state.metrics;
         match sent {
@@ -142,5 +148,29 @@ impl Worker {
                 }
             }
         }
+    }
+}
+
+/// A claim's lease: the configured one, or longer than `limit` tries of `timeout_ms` each (and
+/// a margin) when that is longer.
+fn batch_lease(lease: jiff::SignedDuration, timeout_ms: u64, limit: u32) -> jiff::SignedDuration {
+    let batch_ms = timeout_ms
+        .saturating_mul(u64::from(limit))
+        .saturating_add(10_000);
+    let batch = jiff::SignedDuration::from_millis(i64::try_from(batch_ms).unwrap_or(i64::MAX));
+    lease.max(batch)
+}
+
+#[cfg(test)]
+mod lease_tests {
+    #[test]
+    fn a_lease_outlasts_a_batch_of_tries_at_their_timeout() {
+        let configured = jiff::SignedDuration::from_secs(60);
+        let lease = super::batch_lease(configured, 10_000, 16);
+        assert!(
+            lease > jiff::SignedDuration::from_secs(16 * 10),
+            "{lease:?}"
+        );
+        assert_eq!(super::batch_lease(configured, 100, 1), configured);
     }
 }

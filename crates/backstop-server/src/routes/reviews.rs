@@ -167,6 +167,24 @@ pub async fn resolve_item(
     decision: String,
     note: Option<String>,
 ) -> Result<ReviewItem, ApiError> {
+    if let Some(note) = &note {
+        // The page's form reaches here without the API's body checks: the same caps for both.
+        let mut issues = Vec::new();
+        backstop_core::issue::check_length(
+            note,
+            "note",
+            backstop_core::issue::MAX_NOTE_CHARS,
+            &mut issues,
+        );
+        backstop_core::case::nul_characters(
+            &serde_json::Value::from(note.as_str()),
+            "note",
+            &mut issues,
+        );
+        if !issues.is_empty() {
+            return Err(ApiError::malformed(issues));
+        }
+    }
     let item = review_item(state, id).await?;
     let allowed = allowed_resolutions(state, &item)?;
     if let Err(issue) = resolution::check(&decision, &allowed, "decision") {

@@ -224,3 +224,25 @@ fn one_address_cannot_hold_every_connection() {
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(server.get("/healthz", None).status, 200, "slots come back");
 }
+
+#[test]
+fn a_nul_in_any_body_string_is_refused_at_its_path_and_stores_nothing() {
+    let server = open();
+    open_item(&server);
+    let answer = server.post(
+        "/v1/reviews/1/resolve",
+        None,
+        &json!({"decision": "approve", "note": "looks\u{0}fine"}),
+    );
+    assert_eq!(answer.status, 400, "{}", answer.text);
+    assert!(answer.text.contains(r#""path":"note""#), "{}", answer.text);
+    let answer = server.post(
+        "/v1/recover",
+        None,
+        &json!({"task": "t", "report": {"http_status": 503, "message": "a\u{0}b"}}),
+    );
+    assert_eq!(answer.status, 400, "{}", answer.text);
+    assert!(answer.text.contains("report.message"), "{}", answer.text);
+    assert_eq!(server.get("/v1/tasks/t", None).json()["task_used"], 0);
+    assert!(still_open(&server));
+}

@@ -508,6 +508,60 @@ fn status_endpoint(body: Value) -> String {
     format!("http://{address}/calls/{{key}}")
 }
 
+/// A status endpoint on loopback that answers every GET with a redirect to `to`.
+fn redirecting_endpoint(to: &str) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let to = to.replace("{key}", "k");
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            use std::io::{Read, Write};
+            let mut stream = stream;
+            let mut buffer = [0u8; 4096];
+            let _ = stream.read(&mut buffer);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 302 Found\r\nlocation: {to}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            );
+        }
+    });
+    format!("http://{address}/calls/{{key}}")
+}
+
+/// The sweep never follows a status URL's redirect, and asks a loopback one only when the
+/// config allows loopback.
+#[test]
+fn a_status_url_is_asked_only_where_the_outbound_policy_allows() {
+    let answer = json!({"status": "completed", "confidence": 0.9, "result": clean_result()});
+    let answered = |server: &Server, order: &str, phone: &str| {
+        let key = dispatched_key(server, order, phone);
+        server.post(
+            &format!("/v1/dispatches/{key}/outcome"),
+            Some(AGENT_A),
+            &json!({"outcome": "sent"}),
+        );
+        sweep(server, 16).answered
+    };
+    let redirected =
+        server_with_status_url(&redirecting_endpoint(&status_endpoint(answer.clone())));
+    assert_eq!(
+        answered(&redirected, "PO-21", "+15550121"),
+        0,
+        "a redirect is not followed"
+    );
+    // Without `[outbound] allow_loopback`, a pack asking a loopback status URL does not load.
+    let mut config = redirected.state.config.clone();
+    config.outbound.allow_loopback = false;
+    let issues = backstop_server::catalog::Catalog::load(&config).unwrap_err();
+    assert!(
+        issues
+            .iter()
+            .any(|i| i.code == "forbidden_target" && i.path.ends_with("dispatch.status_url")),
+        "{issues:?}"
+    );
+    let _ = answer;
+}
+
 /// A live server whose PO pack asks `status_url` for a result that never came.
 fn server_with_status_url(status_url: &str) -> Server {
     let scratch = std::env::temp_dir().join(format!(

@@ -128,6 +128,10 @@ pub fn start_with(change: impl FnOnce(&mut Config)) -> Server {
         ],
         effects: backstop_server::config::EffectsConfig::default(),
         notify: backstop_server::config::NotifyConfig::default(),
+        // The suite's receivers and status endpoints are on loopback.
+        outbound: backstop_server::outbound::Outbound {
+            allow_loopback: true,
+        },
     };
     change(&mut config);
     start_config(config, None, dir)
