@@ -46,6 +46,13 @@ enum Job {
     CatchUp {
         answer: oneshot::Sender<Result<(), StoreError>>,
     },
+    /// Resolves a review item, journaling in the same transaction the reset a task item's
+    /// `retry` asks for.
+    Resolve {
+        id: i64,
+        resolution: backstop_store::Resolution,
+        answer: oneshot::Sender<Result<backstop_store::ReviewItem, StoreError>>,
+    },
 }
 
 /// Where a journal event's step goes.
@@ -96,6 +103,10 @@ impl std::fmt::Debug for Job {
                 .field("kind", &event.kind)
                 .finish_non_exhaustive(),
             Job::CatchUp { .. } => f.debug_struct("CatchUp").finish_non_exhaustive(),
+            Job::Resolve { id, .. } => f
+                .debug_struct("Resolve")
+                .field("id", id)
+                .finish_non_exhaustive(),
         }
     }
 }
@@ -179,6 +190,22 @@ impl AttemptQueue {
             .await
             .map_err(|_| JournalError::Queue(QueueError::Stopped))?
             .map_err(JournalError::Store)
+    }
+
+    /// Resolves review item `id` with `resolution` and, in the same transaction, journals the
+    /// reset a task item's `retry` asks for: the resolved item.
+    pub async fn resolve(
+        &self,
+        id: i64,
+        resolution: backstop_store::Resolution,
+    ) -> Result<Result<backstop_store::ReviewItem, StoreError>, QueueError> {
+        let (answer, answered) = oneshot::channel();
+        self.send(Job::Resolve {
+            id,
+            resolution,
+            answer,
+        })?;
+        answered.await.map_err(|_| QueueError::Stopped)
     }
 
     /// Applies what other processes journaled since this one last looked.
@@ -274,6 +301,34 @@ impl Follower {
                     Ok(())
                 }))
                 .unwrap_or_else(|_| Err(panicked("catching up with the journal")));
+                let _ = answer.send(done);
+            }
+            Job::Resolve {
+                id,
+                resolution,
+                answer,
+            } => {
+                let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    self.reload_if_stale()?;
+                    let mut calls = self
+                        .calls
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let store = self.store.as_ref();
+                    let resolved =
+                        calls.resolve(store, id, &resolution, Timestamp::now(), &mut self.position);
+                    // A refusal (unknown or resolved item) changed nothing; any other failure
+                    // may have left the state ahead of the ledger.
+                    if matches!(&resolved, Err(e) if !matches!(e, StoreError::NotFound(_) | StoreError::Conflict(_)))
+                    {
+                        self.stale = true;
+                    }
+                    resolved
+                }))
+                .unwrap_or_else(|_| {
+                    self.stale = true;
+                    Err(panicked("resolving a review item"))
+                });
                 let _ = answer.send(done);
             }
         }

@@ -196,8 +196,9 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 
     /// Appends call-level events (a failure's step, an outcome, a grant), in order, to the
     /// call journal, hands every event after `after` (the new ones last) to `follow`, and
-    /// writes the call-state rows `follow` returns, with the journal's position, in the same
-    /// transaction. What it returns is what `follow` was given.
+    /// writes what `follow` returns (the call-state rows, with the journal's position, and the
+    /// review items of tasks' first escalations) in the same transaction. What it returns is
+    /// what `follow` was given.
     ///
     /// One writer at a time across every process on the ledger (the journal has one order,
     /// and an event is visible only once every event before it is): a process that applies
@@ -207,8 +208,26 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         &self,
         events: &[CallEvent],
         after: i64,
-        follow: &mut dyn FnMut(&[JournalEntry]) -> Vec<StateRow>,
+        follow: &mut dyn FnMut(&[JournalEntry]) -> JournalWrites,
     ) -> Result<Vec<JournalEntry>, StoreError>;
+
+    /// Resolves an open review item (as [`Store::resolve_review`]) and, in the same
+    /// transaction, journals the events `then` gives for the resolved item (the reset a task
+    /// item's `retry` asks for) as [`Store::journal`] does: the item is never resolved without
+    /// them, nor they journaled without it.
+    ///
+    /// # Errors
+    /// As [`Store::resolve_review`] (`NotFound`, `Conflict`), or the ledger failed.
+    #[allow(clippy::too_many_arguments)]
+    fn resolve_review_journaled(
+        &self,
+        id: i64,
+        resolution: &Resolution,
+        now: Timestamp,
+        then: &dyn Fn(&ReviewItem) -> Vec<CallEvent>,
+        after: i64,
+        follow: &mut dyn FnMut(&[JournalEntry]) -> JournalWrites,
+    ) -> Result<(ReviewItem, Vec<JournalEntry>), StoreError>;
 
     /// The events after `after`, in journal order: what other processes journaled since.
     fn journal_after(&self, after: i64) -> Result<Vec<JournalEntry>, StoreError>;
@@ -367,6 +386,29 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 }
 
 pub use backstop_core::recover::recovery::{StateKind, StateRow};
+
+/// What applying journal entries asks the journal's transaction to write with them.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct JournalWrites {
+    /// The call-state rows the entries changed.
+    pub rows: Vec<StateRow>,
+    /// Review items to open for tasks' first escalations (each opened unless the task has one
+    /// open already).
+    pub task_reviews: Vec<TaskReview>,
+}
+
+/// A review item to open for a task's escalation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskReview {
+    /// Whose task.
+    pub caller: String,
+    /// What the item carries.
+    pub escalation: TaskEscalation,
+    /// Why, in words (the step's reason).
+    pub reason: String,
+    /// When.
+    pub at: Timestamp,
+}
 
 /// A call-level event and its position in the journal (positions only grow, even across a
 /// purge).

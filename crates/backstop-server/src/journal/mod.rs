@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use backstop_core::recover::recovery::{IDEMPOTENCY_WINDOW, Quota, StateKind, StateRow};
 use backstop_core::recover::strategy::StrategyTable;
 use backstop_core::recover::{Recovery, RecoveryOptions, Step};
-use backstop_store::{CallEvent, JournalEntry, Store, StoreError};
+use backstop_store::{CallEvent, JournalEntry, JournalWrites, Store, StoreError, TaskReview};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
@@ -268,7 +268,8 @@ impl CallState {
     }
 
     /// Journals `events` after `position` and applies every event the journal hands back (other
-    /// processes' too), writing the changed rows in the same transaction: what each of the new
+    /// processes' too), writing the changed rows, and a review item for each of the new events
+    /// that is its task's first escalation, in the same transaction: what each of the new
     /// events gave, and the new position.
     ///
     /// # Errors
@@ -282,22 +283,118 @@ impl CallState {
         let mut applied = Vec::new();
         let mut reached = *position;
         let entries = store.journal(events, *position, &mut |entries: &[JournalEntry]| {
-            for entry in entries {
-                if entry.id > reached {
-                    applied.push(self.apply(&entry.event));
-                    reached = entry.id;
-                } else {
-                    applied.push(Applied::Nothing);
-                }
-            }
-            self.take_rows()
+            self.follow(entries, events.len(), &mut reached, &mut applied)
         })?;
         *position = reached;
-        let own = entries.len().checked_sub(events.len()).ok_or_else(|| {
-            StoreError::Corrupt("the journal returned fewer events than it took".to_owned())
-        })?;
-        Ok(applied.split_off(own.min(applied.len())))
+        own_steps(applied, entries.len(), events.len())
     }
+
+    /// Resolves review item `id` and, in the same transaction, journals the reset a task
+    /// item's `retry` asks for (applied as [`CallState::journal`] applies events): the item,
+    /// and the new position.
+    ///
+    /// # Errors
+    /// As [`Store::resolve_review_journaled`]; then this state may be ahead of the ledger and
+    /// must be loaded again.
+    pub fn resolve(
+        &mut self,
+        store: &dyn Store,
+        id: i64,
+        resolution: &backstop_store::Resolution,
+        now: Timestamp,
+        position: &mut i64,
+    ) -> Result<backstop_store::ReviewItem, StoreError> {
+        let own = std::cell::Cell::new(0);
+        let then = |item: &backstop_store::ReviewItem| {
+            let events: Vec<CallEvent> = task_review_reset(item, &resolution.by)
+                .into_iter()
+                .collect();
+            own.set(events.len());
+            events
+        };
+        let mut applied = Vec::new();
+        let mut reached = *position;
+        let (item, _) = store.resolve_review_journaled(
+            id,
+            resolution,
+            now,
+            &then,
+            *position,
+            &mut |entries: &[JournalEntry]| {
+                self.follow(entries, own.get(), &mut reached, &mut applied)
+            },
+        )?;
+        *position = reached;
+        Ok(item)
+    }
+
+    /// Applies the entries past `reached` (the last `own` of them are this process's new
+    /// events, whose first escalations open review items): what the journal's transaction
+    /// writes with them.
+    fn follow(
+        &mut self,
+        entries: &[JournalEntry],
+        own: usize,
+        reached: &mut i64,
+        applied: &mut Vec<Applied>,
+    ) -> JournalWrites {
+        // Only this process's new events open review items here (another process opened
+        // theirs in their own transaction).
+        let own_from = entries.len().saturating_sub(own);
+        let mut task_reviews = Vec::new();
+        for (i, entry) in entries.iter().enumerate() {
+            if entry.id <= *reached {
+                applied.push(Applied::Nothing);
+                continue;
+            }
+            let outcome = self.apply(&entry.event);
+            if i >= own_from
+                && let Some(review) = first_escalation_review(&entry.event, &outcome)
+            {
+                task_reviews.push(review);
+            }
+            applied.push(outcome);
+            *reached = entry.id;
+        }
+        JournalWrites {
+            rows: self.take_rows(),
+            task_reviews,
+        }
+    }
+}
+
+/// What the last `own` of `total` entries gave.
+fn own_steps(
+    mut applied: Vec<Applied>,
+    total: usize,
+    own: usize,
+) -> Result<Vec<Applied>, StoreError> {
+    let from = total.checked_sub(own).ok_or_else(|| {
+        StoreError::Corrupt("the journal returned fewer events than it took".to_owned())
+    })?;
+    Ok(applied.split_off(from.min(applied.len())))
+}
+
+/// The review item a task's failure opens when applying it gave the task's first escalation.
+fn first_escalation_review(stored: &CallEvent, applied: &Applied) -> Option<TaskReview> {
+    let Applied::Step {
+        step,
+        first_escalation: true,
+    } = applied
+    else {
+        return None;
+    };
+    let escalation = step.escalation.as_ref()?;
+    let Ok(Event::Failure(failure)) = Event::from_stored(stored) else {
+        return None;
+    };
+    let (caller, task) = caller_and_task(&stored.subject);
+    Some(TaskReview {
+        caller: caller.to_owned(),
+        escalation: failure.escalation(task, &escalation.to),
+        reason: step.reason.clone(),
+        at: stored.at,
+    })
 }
 
 /// The event that puts `files` in use for every process on the ledger.
@@ -341,6 +438,21 @@ pub fn journal_once(store: &dyn Store, events: &[CallEvent]) -> Result<CallState
     let (mut state, mut position) = load(store)?;
     state.journal(store, events, &mut position)?;
     Ok(state)
+}
+
+/// For a process that resolves now and then (the CLI): the call state loaded, then review
+/// item `id` resolved with the reset a task item's `retry` asks, in one transaction.
+///
+/// # Errors
+/// As [`Store::resolve_review_journaled`].
+pub fn resolve_once(
+    store: &dyn Store,
+    id: i64,
+    resolution: &backstop_store::Resolution,
+    now: Timestamp,
+) -> Result<backstop_store::ReviewItem, StoreError> {
+    let (mut state, mut position) = load(store)?;
+    state.resolve(store, id, resolution, now, &mut position)
 }
 
 /// The decision on a task's review item that lets its agent try again.

@@ -129,10 +129,10 @@ pub async fn recover(
             step,
             first_escalation,
         } => {
-            // A task's first escalation since its reset opens a review item.
-            if first_escalation && let Some(escalation) = &step.escalation {
-                let detail = failure.escalation(&body.task, &escalation.to);
-                open_task_review(&state, caller.id.clone(), detail, step.reason.clone()).await;
+            // A task's first escalation since its reset opened a review item, in the journal's
+            // transaction.
+            if first_escalation && step.escalation.is_some() {
+                state.metrics.escalation("task");
             }
             Ok(Json(step).into_response())
         }
@@ -160,31 +160,6 @@ pub(crate) fn refuse_over_quota(applied: &Applied) -> Result<(), ApiError> {
     match applied {
         Applied::OverQuota(quota) => Err(over_quota(*quota)),
         _ => Ok(()),
-    }
-}
-
-/// Opens a review item for a task's escalation (one open item per task) and counts it; a
-/// failure to open one is logged, never fatal to the step.
-async fn open_task_review(
-    state: &Arc<AppState>,
-    caller: String,
-    detail: backstop_store::TaskEscalation,
-    reason: String,
-) {
-    let store = Arc::clone(&state.store);
-    let opened = tokio::task::spawn_blocking(move || {
-        store.open_task_review(&caller, &detail, &reason, Timestamp::now())
-    })
-    .await;
-    match opened {
-        Ok(Ok(Some(_))) => state.metrics.escalation("task"),
-        Ok(Ok(None)) => {}
-        Ok(Err(e)) => {
-            tracing::error!(error = %e, "could not open a review item for a task's escalation");
-        }
-        Err(e) => {
-            tracing::error!(error = %e, "could not open a review item for a task's escalation");
-        }
     }
 }
 

@@ -8,7 +8,6 @@ use axum::extract::{Path, Query, State};
 use backstop_core::Issue;
 use backstop_core::case::resolution;
 use backstop_store::{Resolution, ReviewFilter, ReviewItem, StoreError};
-use jiff::Timestamp;
 use serde::Deserialize;
 
 use crate::auth::Caller;
@@ -198,19 +197,14 @@ pub async fn resolve_item(
         decision,
         note: note.filter(|n| !n.trim().is_empty()),
     };
-    let store = Arc::clone(&state.store);
-    let resolved = tokio::task::spawn_blocking(move || {
-        store.resolve_review(id, &resolution, Timestamp::now())
-    })
-    .await
-    .map_err(|e| ApiError::internal("a resolution failed", &e))?;
+    // On the ledger thread: the item and a task's reset commit together.
+    let resolved = state
+        .attempts
+        .resolve(id, resolution)
+        .await
+        .map_err(crate::queue::JournalError::Queue)?;
     match resolved {
-        Ok(item) => {
-            if let Some(reset) = crate::journal::task_review_reset(&item, &caller.id) {
-                state.attempts.journal(reset).await?;
-            }
-            Ok(item)
-        }
+        Ok(item) => Ok(item),
         Err(StoreError::NotFound(message)) => {
             Err(ApiError::new(RefusalCode::UnknownReview, message))
         }

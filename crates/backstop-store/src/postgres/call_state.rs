@@ -7,7 +7,7 @@ use postgres::Client;
 use super::connection::Session;
 use super::queries::entries;
 use crate::codec::state_row;
-use crate::{CallEvent, JournalEntry, StateRow, StoreError};
+use crate::{CallEvent, JournalEntry, JournalWrites, StateRow, StoreError};
 
 /// The journal's advisory lock, as `backstop_journal` takes it.
 const JOURNAL_LOCK: &str = "SELECT pg_advisory_xact_lock(hashtextextended('backstop-journal', 0))";
@@ -20,20 +20,48 @@ pub fn journal(
     session: &mut Session,
     events: &[CallEvent],
     after: i64,
-    follow: &mut dyn FnMut(&[JournalEntry]) -> Vec<StateRow>,
+    follow: &mut dyn FnMut(&[JournalEntry]) -> JournalWrites,
+) -> Result<Vec<JournalEntry>, StoreError> {
+    let mut tx = session.client.transaction()?;
+    let entries = journal_in(&mut tx, &session.journal, events, after, follow)?;
+    tx.commit()?;
+    Ok(entries)
+}
+
+/// Resolves review item `id` and journals the events `then` gives for it (a task item's
+/// `retry` resets the task), in one transaction.
+pub fn resolve_journaled(
+    session: &mut Session,
+    id: i64,
+    resolution: &crate::Resolution,
+    now: jiff::Timestamp,
+    then: &dyn Fn(&crate::ReviewItem) -> Vec<CallEvent>,
+    after: i64,
+    follow: &mut dyn FnMut(&[JournalEntry]) -> JournalWrites,
+) -> Result<(crate::ReviewItem, Vec<JournalEntry>), StoreError> {
+    let mut tx = session.client.transaction()?;
+    let item = super::queries::resolve_in(&mut tx, id, resolution, now)?;
+    let entries = journal_in(&mut tx, &session.journal, &then(&item), after, follow)?;
+    tx.commit()?;
+    Ok((item, entries))
+}
+
+/// [`journal`] inside a transaction the caller commits.
+fn journal_in(
+    tx: &mut postgres::Transaction<'_>,
+    statements: &super::queries::JournalStatements,
+    events: &[CallEvent],
+    after: i64,
+    follow: &mut dyn FnMut(&[JournalEntry]) -> JournalWrites,
 ) -> Result<Vec<JournalEntry>, StoreError> {
     let at: Vec<i64> = events.iter().map(|e| e.at.as_millisecond()).collect();
     let kind: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
     let subject: Vec<&str> = events.iter().map(|e| e.subject.as_str()).collect();
     let body: Vec<&str> = events.iter().map(|e| e.body.as_str()).collect();
-    let mut tx = session.client.transaction()?;
-    let entries = entries(&tx.query(
-        &session.journal.append,
-        &[&at, &kind, &subject, &body, &after],
-    )?)?;
-    let rows = follow(&entries);
+    let entries = entries(&tx.query(&statements.append, &[&at, &kind, &subject, &body, &after])?)?;
+    let writes = follow(&entries);
     let (kept, gone): (Vec<&StateRow>, Vec<&StateRow>) =
-        rows.iter().partition(|row| row.body.is_some());
+        writes.rows.iter().partition(|row| row.body.is_some());
     if !kept.is_empty() {
         let kinds: Vec<&str> = kept.iter().map(|r| r.kind.as_str()).collect();
         let keys: Vec<&str> = kept.iter().map(|r| r.key.as_str()).collect();
@@ -63,13 +91,21 @@ pub fn journal(
             &[&kinds, &keys],
         )?;
     }
+    for review in &writes.task_reviews {
+        super::queries::open_task_review_in(
+            tx,
+            &review.caller,
+            &review.escalation,
+            &review.reason,
+            review.at,
+        )?;
+    }
     if let Some(last) = entries.last() {
         tx.execute(
             "UPDATE call_position SET position = GREATEST(position, $1) WHERE id = 1",
             &[&last.id],
         )?;
     }
-    tx.commit()?;
     Ok(entries)
 }
 

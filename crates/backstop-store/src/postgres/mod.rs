@@ -26,7 +26,7 @@ use backstop_core::effects::{DispatchRequest, DispatchState};
 
 use crate::{
     AttemptCount, CallEvent, CaseRecord, DeliveryRecord, DispatchContext, DispatchFilter,
-    DispatchRecord, DispatchReply, DispatchUpdate, JournalEntry, NotificationFilter,
+    DispatchRecord, DispatchReply, DispatchUpdate, JournalEntry, JournalWrites, NotificationFilter,
     NotificationRecord, NotifyOutcome, Purged, Reply, Resolution, ReviewFilter, ReviewItem,
     StateRow, Store, StoreError, Subscription, TaskEscalation,
 };
@@ -158,9 +158,24 @@ impl Store for PostgresStore {
         &self,
         events: &[CallEvent],
         after: i64,
-        follow: &mut dyn FnMut(&[JournalEntry]) -> Vec<StateRow>,
+        follow: &mut dyn FnMut(&[JournalEntry]) -> JournalWrites,
     ) -> Result<Vec<JournalEntry>, StoreError> {
         self.with(|session| call_state::journal(session, events, after, follow))
+    }
+
+    fn resolve_review_journaled(
+        &self,
+        id: i64,
+        resolution: &Resolution,
+        now: Timestamp,
+        then: &dyn Fn(&ReviewItem) -> Vec<CallEvent>,
+        after: i64,
+        follow: &mut dyn FnMut(&[JournalEntry]) -> JournalWrites,
+    ) -> Result<(ReviewItem, Vec<JournalEntry>), StoreError> {
+        // On the journal's connection: one transaction holds the item and the journal.
+        self.with(|session| {
+            call_state::resolve_journaled(session, id, resolution, now, then, after, follow)
+        })
     }
 
     fn journal_after(&self, after: i64) -> Result<Vec<JournalEntry>, StoreError> {

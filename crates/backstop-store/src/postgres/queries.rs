@@ -124,6 +124,18 @@ pub fn resolve(
     now: Timestamp,
 ) -> Result<ReviewItem, StoreError> {
     let mut tx = client.transaction()?;
+    let item = resolve_in(&mut tx, id, resolution, now)?;
+    tx.commit()?;
+    Ok(item)
+}
+
+/// [`resolve`] inside a transaction the caller commits.
+pub fn resolve_in(
+    tx: &mut postgres::Transaction<'_>,
+    id: i64,
+    resolution: &Resolution,
+    now: Timestamp,
+) -> Result<ReviewItem, StoreError> {
     let select = format!("SELECT {REVIEW_COLUMNS} FROM reviews WHERE id = $1");
     let found = tx
         .query_opt(&select, &[&id])?
@@ -131,7 +143,7 @@ pub fn resolve(
     let owner = review_row(&found)?;
     // The case's lock first, as every attempt takes it, then the row: an attempt racing this
     // resolution waits for it, or this waits for the attempt.
-    super::ledger::lock_case(&mut tx, &owner.caller, &owner.job, &owner.case_id)?;
+    super::ledger::lock_case(tx, &owner.caller, &owner.job, &owner.case_id)?;
     let row = tx
         .query_opt(&format!("{select} FOR UPDATE"), &[&id])?
         .ok_or_else(|| StoreError::NotFound(format!("no review item {id}")))?;
@@ -159,7 +171,6 @@ pub fn resolve(
          WHERE caller = $1 AND job = $2 AND case_id = $3",
         &[&item.caller, &item.job, &item.case_id, &at],
     )?;
-    tx.commit()?;
     Ok(ReviewItem {
         resolution: Some(ResolvedBy {
             at: timestamp(at)?,
@@ -292,6 +303,19 @@ pub fn open_task_review(
     now: Timestamp,
 ) -> Result<Option<ReviewItem>, StoreError> {
     let mut tx = client.transaction()?;
+    let item = open_task_review_in(&mut tx, caller, escalation, reason, now)?;
+    tx.commit()?;
+    Ok(item)
+}
+
+/// [`open_task_review`] inside a transaction the caller commits (the journal's, say).
+pub fn open_task_review_in(
+    tx: &mut postgres::Transaction<'_>,
+    caller: &str,
+    escalation: &TaskEscalation,
+    reason: &str,
+    now: Timestamp,
+) -> Result<Option<ReviewItem>, StoreError> {
     tx.execute(
         "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
         &[&format!(
@@ -329,7 +353,6 @@ pub fn open_task_review(
     )?;
     let item = review_row(&row)?;
     let notices = Notice::for_task_review(caller, item.id, &task_failure(escalation), now);
-    super::notify::enqueue(&mut tx, &notices, now)?;
-    tx.commit()?;
+    super::notify::enqueue(tx, &notices, now)?;
     Ok(Some(item))
 }

@@ -6,7 +6,7 @@ use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 
 use super::queries::journal_after;
 use crate::codec::{millis, state_row};
-use crate::{CallEvent, JournalEntry, StateRow, StoreError};
+use crate::{CallEvent, JournalEntry, JournalWrites, StateRow, StoreError};
 
 /// Appends `events`, hands every event after `after` to `follow`, and writes the rows it
 /// returns and the position, in one write transaction.
@@ -14,9 +14,39 @@ pub fn journal(
     connection: &mut Connection,
     events: &[CallEvent],
     after: i64,
-    follow: &mut dyn FnMut(&[JournalEntry]) -> Vec<StateRow>,
+    follow: &mut dyn FnMut(&[JournalEntry]) -> JournalWrites,
 ) -> Result<Vec<JournalEntry>, StoreError> {
     let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let entries = journal_in(&tx, events, after, follow)?;
+    tx.commit()?;
+    Ok(entries)
+}
+
+/// Resolves review item `id` and journals the events `then` gives for it (a task item's
+/// `retry` resets the task), in one write transaction.
+pub fn resolve_journaled(
+    connection: &mut Connection,
+    id: i64,
+    resolution: &crate::Resolution,
+    now: jiff::Timestamp,
+    then: &dyn Fn(&crate::ReviewItem) -> Vec<CallEvent>,
+    after: i64,
+    follow: &mut dyn FnMut(&[JournalEntry]) -> JournalWrites,
+) -> Result<(crate::ReviewItem, Vec<JournalEntry>), StoreError> {
+    let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let item = super::queries::resolve_in(&tx, id, resolution, now)?;
+    let entries = journal_in(&tx, &then(&item), after, follow)?;
+    tx.commit()?;
+    Ok((item, entries))
+}
+
+/// [`journal`] inside a write transaction the caller commits.
+fn journal_in(
+    tx: &Transaction<'_>,
+    events: &[CallEvent],
+    after: i64,
+    follow: &mut dyn FnMut(&[JournalEntry]) -> JournalWrites,
+) -> Result<Vec<JournalEntry>, StoreError> {
     {
         let mut insert = tx.prepare_cached(
             "INSERT INTO events (at, kind, subject, body) VALUES (?1, ?2, ?3, ?4)",
@@ -30,14 +60,22 @@ pub fn journal(
             ])?;
         }
     }
-    let entries = journal_after(&tx, after)?;
-    let rows = follow(&entries);
-    write_rows(&tx, &rows)?;
+    let entries = journal_after(tx, after)?;
+    let writes = follow(&entries);
+    write_rows(tx, &writes.rows)?;
+    for review in &writes.task_reviews {
+        super::queries::open_task_review_in(
+            tx,
+            &review.caller,
+            &review.escalation,
+            &review.reason,
+            review.at,
+        )?;
+    }
     if let Some(last) = entries.last() {
         tx.prepare_cached("UPDATE call_position SET position = MAX(position, ?1) WHERE id = 1")?
             .execute(params![last.id])?;
     }
-    tx.commit()?;
     Ok(entries)
 }
 

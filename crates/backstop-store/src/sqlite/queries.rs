@@ -132,6 +132,18 @@ pub fn resolve(
     now: Timestamp,
 ) -> Result<ReviewItem, StoreError> {
     let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let item = resolve_in(&tx, id, resolution, now)?;
+    tx.commit()?;
+    Ok(item)
+}
+
+/// [`resolve`] inside a transaction the caller commits.
+pub fn resolve_in(
+    tx: &rusqlite::Transaction<'_>,
+    id: i64,
+    resolution: &Resolution,
+    now: Timestamp,
+) -> Result<ReviewItem, StoreError> {
     let sql = format!("SELECT {REVIEW_COLUMNS} FROM reviews WHERE id = ?1");
     let item = tx
         .prepare_cached(&sql)?
@@ -163,7 +175,6 @@ pub fn resolve(
          WHERE caller = ?1 AND job = ?2 AND case_id = ?3",
     )?
     .execute(params![item.caller, item.job, item.case_id, at])?;
-    tx.commit()?;
     Ok(ReviewItem {
         resolution: Some(ResolvedBy {
             at: timestamp(at)?,
@@ -184,6 +195,19 @@ pub fn open_task_review(
     now: Timestamp,
 ) -> Result<Option<ReviewItem>, StoreError> {
     let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let item = open_task_review_in(&tx, caller, escalation, reason, now)?;
+    tx.commit()?;
+    Ok(item)
+}
+
+/// [`open_task_review`] inside a transaction the caller commits (the journal's, say).
+pub fn open_task_review_in(
+    tx: &rusqlite::Transaction<'_>,
+    caller: &str,
+    escalation: &TaskEscalation,
+    reason: &str,
+    now: Timestamp,
+) -> Result<Option<ReviewItem>, StoreError> {
     let open: bool = tx.query_row(
         "SELECT EXISTS (SELECT 1 FROM reviews
          WHERE kind = 'task' AND resolved_at IS NULL AND caller = ?1 AND case_id = ?2)",
@@ -214,8 +238,7 @@ pub fn open_task_review(
         .prepare_cached(&sql)?
         .query_row(params![id], review_row)??;
     let notices = Notice::for_task_review(caller, id, &task_failure(escalation), now);
-    super::notify::enqueue(&tx, &notices, now)?;
-    tx.commit()?;
+    super::notify::enqueue(tx, &notices, now)?;
     Ok(Some(item))
 }
 

@@ -176,14 +176,22 @@ fn journal(
     events: &[backstop_store::CallEvent],
     after: i64,
 ) -> Vec<backstop_store::JournalEntry> {
-    store.journal(events, after, &mut |_| Vec::new()).unwrap()
+    store
+        .journal(events, after, &mut |_| {
+            backstop_store::JournalWrites::default()
+        })
+        .unwrap()
 }
 
 /// The call state a journal transaction returns is kept with it and read back whole with the
 /// position it reflects; a row without a body is deleted; the purge deletes rows past their
 /// window and keeps the rest (a stop has none), and never an event the state does not reflect.
 pub fn call_state_is_kept_with_the_journal(store: &dyn Store) {
-    use backstop_store::{StateKind, StateRow};
+    use backstop_store::{JournalWrites, StateKind, StateRow};
+    let writes = |rows: Vec<StateRow>| JournalWrites {
+        rows,
+        task_reviews: Vec::new(),
+    };
     let row = |kind, key: &str, body: Option<&str>, expires: Option<i64>| StateRow {
         kind,
         key: key.to_owned(),
@@ -204,11 +212,11 @@ pub fn call_state_is_kept_with_the_journal(store: &dyn Store) {
     let entries = store
         .journal(&[event(0)], 0, &mut |entries| {
             given = entries.to_vec();
-            vec![
+            writes(vec![
                 row(StateKind::Task, "agent\u{1f}t", Some("{\"a\":1}"), Some(10)),
                 row(StateKind::Task, "agent\u{1f}stopped", Some("{}"), None),
                 row(StateKind::Tool, "search", Some("{\"b\":2}"), Some(20)),
-            ]
+            ])
         })
         .unwrap();
     assert_eq!(given, entries, "follow is given what the journal returns");
@@ -226,10 +234,10 @@ pub fn call_state_is_kept_with_the_journal(store: &dyn Store) {
     // Rewritten and deleted in the next transaction.
     store
         .journal(&[event(1)], position, &mut |_| {
-            vec![
+            writes(vec![
                 row(StateKind::Task, "agent\u{1f}t", Some("{\"a\":2}"), Some(10)),
                 row(StateKind::Tool, "search", None, None),
-            ]
+            ])
         })
         .unwrap();
     let (rows, later) = store.call_state().unwrap();
@@ -244,7 +252,7 @@ pub fn call_state_is_kept_with_the_journal(store: &dyn Store) {
 
     // An event journaled by a writer that did not apply it (the state does not reflect it).
     store
-        .journal(&[event(2)], i64::MAX, &mut |_| Vec::new())
+        .journal(&[event(2)], i64::MAX, &mut |_| writes(Vec::new()))
         .unwrap();
     store.purge(at(60)).unwrap();
     let (rows, _) = store.call_state().unwrap();
@@ -256,4 +264,130 @@ pub fn call_state_is_kept_with_the_journal(store: &dyn Store) {
     let left = store.journal_after(0).unwrap();
     assert_eq!(left.len(), 1, "the event the state does not reflect stays");
     assert_eq!(left[0].event.at, at(2));
+}
+
+/// A journal transaction is one: events, call-state rows, and the review items of tasks' first
+/// escalations commit together, and a failure anywhere in it (here a panic while applying,
+/// as a killed process would leave it) leaves none of them.
+pub fn a_journal_transaction_commits_whole_or_not_at_all(store: &dyn Store) {
+    use backstop_store::{JournalWrites, StateKind, StateRow, TaskEscalation, TaskReview};
+    let event = backstop_store::CallEvent {
+        at: at(0),
+        kind: "failure".to_owned(),
+        subject: "agent-a\u{1f}t1".to_owned(),
+        body: "{}".to_owned(),
+    };
+    let writes = || JournalWrites {
+        rows: vec![StateRow {
+            kind: StateKind::Task,
+            key: "agent-a\u{1f}t1".to_owned(),
+            caller: "agent-a".to_owned(),
+            body: Some("{}".to_owned()),
+            expires: None,
+        }],
+        task_reviews: vec![TaskReview {
+            caller: "agent-a".to_owned(),
+            escalation: TaskEscalation {
+                task: "t1".to_owned(),
+                tool: Some("search".to_owned()),
+                class: "transient".to_owned(),
+                evidence: serde_json::Value::Null,
+                to: "the operator on call".to_owned(),
+            },
+            reason: "every way is spent".to_owned(),
+            at: at(0),
+        }],
+    };
+    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        store.journal(std::slice::from_ref(&event), 0, &mut |_| {
+            panic!("killed between appending the events and writing what they changed")
+        })
+    }));
+    assert!(failed.is_err());
+    assert!(store.journal_after(0).unwrap().is_empty(), "no event");
+    assert!(store.call_state().unwrap().0.is_empty(), "no row");
+    let open = store
+        .reviews(&backstop_store::ReviewFilter::default())
+        .unwrap();
+    assert!(open.is_empty(), "no review item");
+
+    store
+        .journal(std::slice::from_ref(&event), 0, &mut |_| writes())
+        .unwrap();
+    assert_eq!(store.journal_after(0).unwrap().len(), 1);
+    assert_eq!(store.call_state().unwrap().0.len(), 1);
+    let open = store
+        .reviews(&backstop_store::ReviewFilter::default())
+        .unwrap();
+    assert_eq!(open.len(), 1, "the escalation's item, with its event");
+    assert_eq!(open[0].kind, "task");
+    // A second first escalation of the same task opens none while one is open.
+    store
+        .journal(std::slice::from_ref(&event), 1, &mut |_| writes())
+        .unwrap();
+    let open = store
+        .reviews(&backstop_store::ReviewFilter::default())
+        .unwrap();
+    assert_eq!(open.len(), 1);
+}
+
+/// A review item resolved with the events it asks for (a task's reset) commits with them or
+/// not at all: a failure between the two (here a panic while applying the reset) leaves the
+/// item open and the journal as it was, and the next try does both.
+pub fn a_resolution_and_the_reset_it_asks_commit_together(store: &dyn Store) {
+    use backstop_store::{JournalWrites, Resolution, TaskEscalation};
+    let escalation = TaskEscalation {
+        task: "t1".to_owned(),
+        tool: None,
+        class: "auth".to_owned(),
+        evidence: serde_json::Value::Null,
+        to: "the operator on call".to_owned(),
+    };
+    let item = store
+        .open_task_review("agent-a", &escalation, "credentials refused", at(0))
+        .unwrap()
+        .unwrap();
+    let resolution = Resolution {
+        by: "dana".to_owned(),
+        decision: "retry".to_owned(),
+        note: None,
+    };
+    let reset = |item: &backstop_store::ReviewItem| {
+        vec![backstop_store::CallEvent {
+            at: at(1),
+            kind: "task_reset_all".to_owned(),
+            subject: format!("{}\u{1f}{}", item.caller, item.case_id),
+            body: format!(r#"{{"by":"dana","review":{}}}"#, item.id),
+        }]
+    };
+    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        store.resolve_review_journaled(item.id, &resolution, at(1), &reset, 0, &mut |_| {
+            panic!("killed between resolving the item and resetting its task")
+        })
+    }));
+    assert!(failed.is_err());
+    let still = store.review(item.id).unwrap().unwrap();
+    assert!(still.resolution.is_none(), "the item stays open");
+    assert!(
+        store.journal_after(0).unwrap().is_empty(),
+        "no reset journaled"
+    );
+
+    let (resolved, entries) = store
+        .resolve_review_journaled(item.id, &resolution, at(1), &reset, 0, &mut |_| {
+            JournalWrites::default()
+        })
+        .unwrap();
+    assert_eq!(resolved.resolution.unwrap().decision, "retry");
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].event.kind, "task_reset_all");
+    // A second resolution is refused and journals nothing.
+    let again = store.resolve_review_journaled(item.id, &resolution, at(2), &reset, 0, &mut |_| {
+        JournalWrites::default()
+    });
+    assert!(matches!(
+        again,
+        Err(backstop_store::StoreError::Conflict(_))
+    ));
+    assert_eq!(store.journal_after(0).unwrap().len(), 1);
 }

@@ -140,15 +140,10 @@ pub fn resolve(
         decision: args.decision.clone(),
         note: args.note.clone().filter(|n| !n.trim().is_empty()),
     };
-    match store.resolve_review(args.id(), &resolution, now) {
+    // A task's item resolved with `retry` resets the task for every server on the ledger, in
+    // the same transaction.
+    match backstop_server::journal::resolve_once(store.as_ref(), args.id(), &resolution, now) {
         Ok(item) => {
-            // A task's item resolved with `retry` resets the task for every server on the
-            // ledger.
-            if let Some(reset) = backstop_server::journal::task_review_reset(&item, &args.by)
-                && let Err(e) = backstop_server::journal::journal_once(store.as_ref(), &[reset])
-            {
-                return store_failed(&e, err);
-            }
             serde_json::to_writer_pretty(&mut *out, &item)?;
             writeln!(out)?;
             Ok(EXIT_OK)
