@@ -7,7 +7,8 @@
 #   defaults: 10 s, 64 connections (half to each server),
 #             postgres://postgres@127.0.0.1:5432/test (skipped if it does not answer)
 #
-# Needs wrk (Debian package `wrk`; installed here if missing and apt-get is available).
+# BACKSTOP_BIN=path measures that binary instead of building target/release/backstop (to
+# compare two builds). Needs wrk (Debian package `wrk`; installed here if missing and apt-get is available).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-10}
@@ -17,14 +18,19 @@ half=$((connections / 2))
 
 source bench/common.sh
 ensure_wrk
-cargo build --release -q -p backstop
+if [ -n "${BACKSTOP_BIN:-}" ]; then
+  bin=$(realpath "$BACKSTOP_BIN")
+else
+  cargo build --release -q -p backstop
+  bin=./target/release/backstop
+fi
 
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 write_bench_config "$work"
 
 start() { # $1: port, $2: ledger
-  ./target/release/backstop serve --listen "127.0.0.1:$1" --config "$work/bench.toml" \
+  "$bin" serve --listen "127.0.0.1:$1" --config "$work/bench.toml" \
     --db "$2" >"$work/server-$1.log" 2>&1 &
   wait_healthy "$1" "$work/server-$1.log"
 }

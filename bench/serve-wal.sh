@@ -5,7 +5,8 @@
 #
 #   bench/serve-wal.sh [SECONDS] [CONNECTIONS]      defaults: 60 s, 64 connections
 #
-# Needs wrk (Debian package `wrk`; installed here if missing and apt-get is available).
+# BACKSTOP_BIN=path measures that binary instead of building target/release/backstop (to
+# compare two builds). Needs wrk (Debian package `wrk`; installed here if missing and apt-get is available).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
@@ -13,13 +14,18 @@ connections=${2:-64}
 
 source bench/common.sh
 ensure_wrk
-cargo build --release -q -p backstop
+if [ -n "${BACKSTOP_BIN:-}" ]; then
+  bin=$(realpath "$BACKSTOP_BIN")
+else
+  cargo build --release -q -p backstop
+  bin=./target/release/backstop
+fi
 
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 write_bench_config "$work" 'db = "ledger.db"'
 
-./target/release/backstop serve --listen 127.0.0.1:7694 --config "$work/bench.toml" \
+"$bin" serve --listen 127.0.0.1:7694 --config "$work/bench.toml" \
   >"$work/server.log" 2>&1 &
 server=$!
 wait_healthy 7694 "$work/server.log"

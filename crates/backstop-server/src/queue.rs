@@ -378,7 +378,7 @@ impl Follower {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         for entry in entries {
             if entry.id > self.position {
-                calls.apply(&entry.event);
+                calls.apply_theirs(&entry.event);
                 self.position = entry.id;
             }
         }

@@ -49,19 +49,31 @@ pub async fn sweep_once(state: &AppState, now: Timestamp) -> Result<Swept, Store
             "{RECONCILE_SOURCE}:{}:{}:{}",
             dispatch.key, dispatch.sends, dispatch.rounds
         );
-        let body = if let Some(mut body) = asked {
-            swept.answered += 1;
+        let unknown = json!({"event_id": event_id, "dispatch_key": dispatch.key,
+                             "status": "unknown", "result": null, "confidence": 0.0});
+        // An answer that cannot be read counts as no answer: reconciled once, then a person's,
+        // never asked for again and again.
+        let answered = asked.and_then(|mut body| {
             body["event_id"] = json!(event_id);
             body["dispatch_key"] = json!(dispatch.key);
-            body
+            match parse_delivery(&body) {
+                Ok(delivery) => Some(delivery),
+                Err(issues) => {
+                    let listed: Vec<String> = issues.iter().map(ToString::to_string).collect();
+                    tracing::warn!(key = %dispatch.key, issues = %listed.join("; "), "the status answer could not be read; it counts as unknown");
+                    None
+                }
+            }
+        });
+        let delivery = if let Some(delivery) = answered {
+            swept.answered += 1;
+            delivery
         } else {
             swept.unknown += 1;
-            json!({"event_id": event_id, "dispatch_key": dispatch.key, "status": "unknown",
-                   "result": null, "confidence": 0.0})
-        };
-        let Ok(delivery) = parse_delivery(&body) else {
-            swept.unknown += 1;
-            continue;
+            match parse_delivery(&unknown) {
+                Ok(delivery) => delivery,
+                Err(_) => continue,
+            }
         };
         let pack = state.catalog().packs.get(&dispatch.job).cloned();
         let payload = kept(&delivery, pack.as_deref()).to_string();

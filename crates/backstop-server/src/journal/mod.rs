@@ -199,6 +199,20 @@ impl CallState {
         }
     }
 
+    /// Applies events another process journaled (catching up, or ahead of this process's own
+    /// in a journal transaction): their rows are that process's to write, and were written in
+    /// its transaction, so what they change is not recorded as rows to write here.
+    pub fn apply_theirs(&mut self, stored: &CallEvent) -> Applied {
+        let held = self.recovery.hold_changes();
+        let keys = std::mem::take(&mut self.changed_keys);
+        let strategies = self.strategies_changed;
+        let applied = self.apply(stored);
+        self.recovery.restore_changes(held);
+        self.changed_keys = keys;
+        self.strategies_changed = strategies;
+        applied
+    }
+
     /// The rows changed since they were last taken, as the ledger keeps them.
     pub fn take_rows(&mut self) -> Vec<StateRow> {
         let mut rows = self.recovery.take_changes();
@@ -347,7 +361,11 @@ impl CallState {
                 applied.push(Applied::Nothing);
                 continue;
             }
-            let outcome = self.apply(&entry.event);
+            let outcome = if i >= own_from {
+                self.apply(&entry.event)
+            } else {
+                self.apply_theirs(&entry.event)
+            };
             if i >= own_from
                 && let Some(review) = first_escalation_review(&entry.event, &outcome)
             {

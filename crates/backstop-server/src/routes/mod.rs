@@ -43,19 +43,17 @@ pub fn api_router(state: Arc<AppState>) -> Router {
     edge(routes, state)
 }
 
-/// What every request passes first, outermost first: a write from another site refused, a
-/// path and query checked, a declared body over the limit refused at once, a JSON route given
-/// only JSON, the request timeout, the body limit.
+/// What every request passes first, outermost first: the edge's guard (a write from another
+/// site refused, a path and query checked, a JSON route given only JSON), a declared body over
+/// the limit refused at once, the request timeout, the body limit.
 fn edge(router: Router, state: Arc<AppState>) -> Router {
     router
         .layer(axum::extract::DefaultBodyLimit::max(
             state.config.limits.body_bytes,
         ))
         .layer(middleware::from_fn_with_state(Arc::clone(&state), timeout))
-        .layer(middleware::from_fn(crate::edge::json_only))
         .layer(middleware::from_fn_with_state(state, content_length_limit))
-        .layer(middleware::from_fn(crate::edge::clean_uri))
-        .layer(middleware::from_fn(crate::edge::same_site_writes))
+        .layer(middleware::from_fn(crate::edge::guard))
 }
 
 /// The API's routes, their authentication and metrics, without the edge layers.

@@ -528,6 +528,27 @@ fn redirecting_endpoint(to: &str) -> String {
     format!("http://{address}/calls/{{key}}")
 }
 
+/// A status answer the sweep cannot read counts as unknown: reconciled once, then handed to a
+/// person, never polled for ever.
+#[test]
+fn an_unreadable_status_answer_is_unknown_and_ends_with_a_person() {
+    let server = server_with_status_url(&status_endpoint(json!({"status": 5, "result": "?"})));
+    let key = dispatched_key(&server, "PO-23", "+15550123");
+    server.post(
+        &format!("/v1/dispatches/{key}/outcome"),
+        Some(AGENT_A),
+        &json!({"outcome": "sent"}),
+    );
+    let first = sweep(&server, 16);
+    assert_eq!((first.due, first.answered, first.unknown), (1, 0, 1));
+    sweep(&server, 40);
+    let view = server
+        .get(&format!("/v1/dispatches/{key}"), Some(AGENT_A))
+        .json();
+    assert_eq!(view["dispatch"]["state"], "escalated", "{view}");
+    assert_eq!(sweep(&server, 80).due, 0, "not asked again");
+}
+
 /// The sweep never follows a status URL's redirect, and asks a loopback one only when the
 /// config allows loopback.
 #[test]

@@ -62,35 +62,28 @@ fn journal_in(
     let writes = follow(&entries);
     let (kept, gone): (Vec<&StateRow>, Vec<&StateRow>) =
         writes.rows.iter().partition(|row| row.body.is_some());
-    if !kept.is_empty() {
-        let kinds: Vec<&str> = kept.iter().map(|r| r.kind.as_str()).collect();
-        let keys: Vec<&str> = kept.iter().map(|r| r.key.as_str()).collect();
-        let callers: Vec<&str> = kept.iter().map(|r| r.caller.as_str()).collect();
-        let bodies: Vec<&str> = kept
-            .iter()
-            .map(|r| r.body.as_deref().unwrap_or(""))
-            .collect();
-        let expires: Vec<Option<i64>> = kept
-            .iter()
-            .map(|r| r.expires.map(jiff::Timestamp::as_millisecond))
-            .collect();
-        tx.execute(
-            "INSERT INTO call_state (kind, key, caller, body, expires)
-             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[])
-             ON CONFLICT (kind, key) DO UPDATE
-               SET caller = excluded.caller, body = excluded.body, expires = excluded.expires",
-            &[&kinds, &keys, &callers, &bodies, &expires],
-        )?;
-    }
-    if !gone.is_empty() {
-        let kinds: Vec<&str> = gone.iter().map(|r| r.kind.as_str()).collect();
-        let keys: Vec<&str> = gone.iter().map(|r| r.key.as_str()).collect();
-        tx.execute(
-            "DELETE FROM call_state c USING unnest($1::text[], $2::text[]) AS g(kind, key)
-             WHERE c.kind = g.kind AND c.key = g.key",
-            &[&kinds, &keys],
-        )?;
-    }
+    let text = |rows: &[&StateRow], part: fn(&StateRow) -> &str| -> Vec<String> {
+        rows.iter().map(|r| part(r).to_owned()).collect()
+    };
+    let expires: Vec<Option<i64>> = kept
+        .iter()
+        .map(|r| r.expires.map(jiff::Timestamp::as_millisecond))
+        .collect();
+    let position = entries.last().map_or(0, |last| last.id);
+    // One statement: the rows kept, the rows gone, the position.
+    tx.execute(
+        &statements.write_state,
+        &[
+            &text(&kept, |r| r.kind.as_str()),
+            &text(&kept, |r| &r.key),
+            &text(&kept, |r| &r.caller),
+            &text(&kept, |r| r.body.as_deref().unwrap_or("")),
+            &expires,
+            &text(&gone, |r| r.kind.as_str()),
+            &text(&gone, |r| &r.key),
+            &position,
+        ],
+    )?;
     for review in &writes.task_reviews {
         super::queries::open_task_review_in(
             tx,
@@ -98,12 +91,6 @@ fn journal_in(
             &review.escalation,
             &review.reason,
             review.at,
-        )?;
-    }
-    if let Some(last) = entries.last() {
-        tx.execute(
-            "UPDATE call_position SET position = GREATEST(position, $1) WHERE id = 1",
-            &[&last.id],
         )?;
     }
     Ok(entries)

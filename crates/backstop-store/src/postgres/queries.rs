@@ -227,6 +227,8 @@ pub fn purge(client: &mut Client, before: Timestamp) -> Result<Purged, StoreErro
 #[derive(Debug, Clone)]
 pub struct JournalStatements {
     pub(super) append: Statement,
+    /// The call state's rows (kept, then gone) and the position, in one statement.
+    pub(super) write_state: Statement,
 }
 
 impl JournalStatements {
@@ -235,6 +237,20 @@ impl JournalStatements {
             // `backstop_journal` takes the journal's lock, inserts, then reads (see the schema).
             append: client.prepare(
                 "SELECT id, at, kind, subject, body FROM backstop_journal($1, $2, $3, $4, $5)",
+            )?,
+            write_state: client.prepare(
+                "WITH kept AS (
+                   INSERT INTO call_state (kind, key, caller, body, expires)
+                   SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[])
+                   ON CONFLICT (kind, key) DO UPDATE
+                     SET caller = excluded.caller, body = excluded.body, expires = excluded.expires
+                   RETURNING 1
+                 ), gone AS (
+                   DELETE FROM call_state c USING unnest($6::text[], $7::text[]) AS g(kind, key)
+                   WHERE c.kind = g.kind AND c.key = g.key
+                   RETURNING 1
+                 )
+                 UPDATE call_position SET position = GREATEST(position, $8::bigint) WHERE id = 1",
             )?,
         })
     }

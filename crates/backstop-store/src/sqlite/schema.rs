@@ -9,7 +9,7 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use crate::StoreError;
 
 /// The migrations, in order; `PRAGMA user_version` records how many have run.
-const MIGRATIONS: [&str; 7] = [
+const MIGRATIONS: [&str; 8] = [
     r"
 CREATE TABLE cases (
     caller       TEXT    NOT NULL,
@@ -207,6 +207,38 @@ CREATE TABLE secrets (
     value      TEXT   NOT NULL,
     created_at BIGINT NOT NULL
 );
+",
+    // Review ids never repeat, even after a purge deleted the newest items (a notification's
+    // id is made from its item's): the table again, with AUTOINCREMENT.
+    r"
+CREATE TABLE reviews_once (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    caller        TEXT    NOT NULL,
+    job           TEXT    NOT NULL,
+    case_id       TEXT    NOT NULL,
+    lane          TEXT    NOT NULL,
+    escalation    TEXT    NOT NULL,
+    reason        TEXT    NOT NULL,
+    opened_at     INTEGER NOT NULL,
+    retry_allowed INTEGER NOT NULL,
+    retry_used    INTEGER NOT NULL DEFAULT 0,
+    resolved_at   INTEGER,
+    resolved_by   TEXT,
+    decision      TEXT,
+    note          TEXT,
+    kind          TEXT    NOT NULL DEFAULT 'case',
+    detail        TEXT
+);
+INSERT INTO reviews_once (id, caller, job, case_id, lane, escalation, reason, opened_at,
+                          retry_allowed, retry_used, resolved_at, resolved_by, decision, note,
+                          kind, detail)
+    SELECT id, caller, job, case_id, lane, escalation, reason, opened_at, retry_allowed,
+           retry_used, resolved_at, resolved_by, decision, note, kind, detail FROM reviews;
+DROP TABLE reviews;
+ALTER TABLE reviews_once RENAME TO reviews;
+CREATE INDEX reviews_case ON reviews (caller, job, case_id) WHERE resolved_at IS NULL;
+CREATE INDEX reviews_resolved ON reviews (resolved_at);
+CREATE INDEX reviews_task ON reviews (caller, case_id) WHERE kind = 'task' AND resolved_at IS NULL;
 ",
 ];
 

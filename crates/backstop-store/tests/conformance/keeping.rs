@@ -391,3 +391,32 @@ pub fn a_resolution_and_the_reset_it_asks_commit_together(store: &dyn Store) {
     ));
     assert_eq!(store.journal_after(0).unwrap().len(), 1);
 }
+
+/// A review item's id is never given again, even after the purge deleted the newest items (a
+/// notification's id is made from it, so a repeat would be taken for a duplicate).
+pub fn review_ids_never_repeat_after_a_purge(store: &dyn Store) {
+    use backstop_store::{Resolution, TaskEscalation};
+    let escalation = |task: &str| TaskEscalation {
+        task: task.to_owned(),
+        tool: None,
+        class: "auth".to_owned(),
+        evidence: serde_json::Value::Null,
+        to: "the operator on call".to_owned(),
+    };
+    let first = store
+        .open_task_review("agent-a", &escalation("t1"), "why", at(0))
+        .unwrap()
+        .unwrap();
+    let resolution = Resolution {
+        by: "dana".to_owned(),
+        decision: "retry".to_owned(),
+        note: None,
+    };
+    store.resolve_review(first.id, &resolution, at(1)).unwrap();
+    assert_eq!(store.purge(at(2)).unwrap().reviews, 1);
+    let next = store
+        .open_task_review("agent-a", &escalation("t2"), "why", at(3))
+        .unwrap()
+        .unwrap();
+    assert!(next.id > first.id, "{} after {}", next.id, first.id);
+}

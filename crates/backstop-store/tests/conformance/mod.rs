@@ -59,6 +59,7 @@ macro_rules! conformance_suite {
             keeping::call_state_is_kept_with_the_journal,
             keeping::a_journal_transaction_commits_whole_or_not_at_all,
             keeping::a_resolution_and_the_reset_it_asks_commit_together,
+            keeping::review_ids_never_repeat_after_a_purge,
             lifecycle::a_final_decision_is_never_overwritten,
             lifecycle::a_resolved_case_takes_no_late_result,
             lifecycle::a_reconcile_uses_no_attempt_and_happens_once,

@@ -125,8 +125,8 @@ impl Quota {
 }
 
 /// The rows changed since they were last taken, by kind and key.
-#[derive(Debug, Default)]
-pub(super) struct Changed {
+#[derive(Debug, Default, Clone)]
+pub struct Changed {
     pub(super) tasks: std::collections::HashSet<String>,
     pub(super) tools: std::collections::HashSet<String>,
 }
@@ -284,6 +284,19 @@ impl Recovery {
             bump(&mut self.per_caller.tools, &old.owner, false);
         }
         self.changed.tools.insert(tool.to_owned());
+    }
+
+    /// Takes what is recorded as changed so far, leaving nothing recorded: with
+    /// [`Recovery::restore_changes`], what happens in between is not recorded (events another
+    /// process journaled, whose rows it wrote in its own transaction).
+    pub fn hold_changes(&mut self) -> Changed {
+        std::mem::take(&mut self.changed)
+    }
+
+    /// Records exactly `held` as changed again, dropping what was recorded since
+    /// [`Recovery::hold_changes`]; each is written with its state as it stands when written.
+    pub fn restore_changes(&mut self, held: Changed) {
+        self.changed = held;
     }
 
     /// The rows changed since the last call, as the ledger keeps them.

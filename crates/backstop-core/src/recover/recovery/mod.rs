@@ -21,8 +21,8 @@ mod plan;
 mod task_view;
 
 pub use self::durable::{
-    IDEMPOTENCY_WINDOW, Quota, StateKind, StateRow, TASK_WINDOW, TOOL_WINDOW, caller_and_task,
-    task_key,
+    Changed, IDEMPOTENCY_WINDOW, Quota, StateKind, StateRow, TASK_WINDOW, TOOL_WINDOW,
+    caller_and_task, task_key,
 };
 
 use self::plan::{Grant, Inputs, class_index, plan};
@@ -107,27 +107,89 @@ pub struct Escalation {
     pub why: String,
 }
 
-/// One task's counters (serialized whole: the ledger keeps it).
+/// One task's counters (serialized whole, small: the ledger keeps one row per task, written
+/// with every failure of it).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(super) struct TaskState {
+    /// Attempts per class and strategy; kept as the non-zero cells only.
+    #[serde(with = "sparse_counts", default)]
     pub(super) used: [[u16; MAX_STRATEGIES]; ALL_CLASSES.len()],
+    #[serde(default)]
     pub(super) task_used: u32,
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub(super) previous_delay_ms: u64,
     /// Retries an operator granted for unclassified failures, not yet used.
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub(super) operator_grants: u8,
     /// Whether a configured grant rule already gave this task its one retry.
+    #[serde(default, skip_serializing_if = "is_false")]
     pub(super) rule_grant_used: bool,
     /// The policy denial that stopped this task, if one did: every later step of the task is
     /// `stop`, whatever tool or class, until the task is reset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) denied: Option<String>,
     /// The tools the task used, the most recent last (at most `task_view::TOOLS_KEPT`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(super) tools: Vec<String>,
     /// Whether a review item was opened for an escalation of the task since its last reset.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub(super) escalated: bool,
     /// When the task last failed: its counters are kept for [`TASK_WINDOW`] after it.
     #[serde(default)]
     pub(super) last: Option<Timestamp>,
+}
+
+fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
+    *n == T::default()
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// A task's counts per class and strategy as `[[class, strategy, count], ...]`, the non-zero
+/// cells only.
+mod sparse_counts {
+    use serde::de::Error as _;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::MAX_STRATEGIES;
+    use crate::class::ALL_CLASSES;
+
+    type Counts = [[u16; MAX_STRATEGIES]; ALL_CLASSES.len()];
+
+    pub(super) fn serialize<S: Serializer>(
+        used: &Counts,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        let cells: Vec<(usize, usize, u16)> = used
+            .iter()
+            .enumerate()
+            .flat_map(|(class, row)| {
+                row.iter()
+                    .enumerate()
+                    .filter(|(_, n)| **n > 0)
+                    .map(move |(strategy, n)| (class, strategy, *n))
+            })
+            .collect();
+        cells.serialize(serializer)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Counts, D::Error> {
+        let cells: Vec<(usize, usize, u16)> = Vec::deserialize(deserializer)?;
+        let mut used = [[0; MAX_STRATEGIES]; ALL_CLASSES.len()];
+        for (class, strategy, n) in cells {
+            let cell = used
+                .get_mut(class)
+                .and_then(|row| row.get_mut(strategy))
+                .ok_or_else(|| D::Error::custom(format!("no count [{class}, {strategy}]")))?;
+            *cell = n;
+        }
+        Ok(used)
+    }
 }
 
 /// A tool's health (serialized whole: the ledger keeps it).
