@@ -15,6 +15,7 @@ mod connections;
 mod edge;
 mod effects;
 mod fleet;
+mod fuzz;
 mod idempotency;
 mod jobs;
 mod keeping;
