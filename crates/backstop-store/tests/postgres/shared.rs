@@ -211,3 +211,50 @@ fn a_store_whose_connections_are_terminated_connects_again() {
     let (_, position) = store.call_state().unwrap();
     assert_eq!(position, 0);
 }
+
+/// PostgreSQL itself restarted under the store: calls in the meantime are `Busy`, and the store
+/// answers again on its own once the server does, its ledger intact. It restarts the machine's
+/// PostgreSQL, so `.ci/run` runs it alone, after every other suite.
+#[test]
+#[ignore = "restarts PostgreSQL: .ci/run runs it alone (--ignored a_restarted_postgresql)"]
+fn a_restarted_postgresql_is_connected_to_again() {
+    let Some(schema) = crate::fresh() else {
+        panic!("needs BACKSTOP_TEST_POSTGRES");
+    };
+    let store = schema.second();
+    let pack = shipped("vendor-risk");
+    ask(&store, &pack, "a", &vendor("e1", "x.com", &[]), at(0));
+    let version = std::fs::read_dir("/etc/postgresql")
+        .expect("a Debian PostgreSQL cluster")
+        .filter_map(Result::ok)
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .next()
+        .expect("a version");
+    let restarted = std::process::Command::new("pg_ctlcluster")
+        .args(["--skip-systemctl-redirect", &version, "main", "restart"])
+        .status()
+        .expect("pg_ctlcluster runs");
+    assert!(restarted.success());
+    let started = std::time::Instant::now();
+    loop {
+        match store.ping() {
+            Ok(()) => break,
+            Err(backstop_store::StoreError::Busy(_)) => {
+                assert!(
+                    started.elapsed() < std::time::Duration::from_secs(60),
+                    "the store never connected again"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            Err(other) => panic!("a restarted server is Busy meanwhile, not {other:?}"),
+        }
+    }
+    let answer = ask(
+        &store,
+        &pack,
+        "a",
+        &vendor("e2", "x.com", &[("a", "b", "c")]),
+        at(1),
+    );
+    assert_eq!(answer.result()["attempts"]["used"], 2);
+}
