@@ -212,9 +212,9 @@ fn a_store_whose_connections_are_terminated_connects_again() {
     assert_eq!(position, 0);
 }
 
-/// PostgreSQL itself restarted under the store: calls in the meantime are `Busy`, and the store
-/// answers again on its own once the server does, its ledger intact. It restarts the machine's
-/// PostgreSQL, so `.ci/run` runs it alone, after every other suite.
+/// `PostgreSQL` itself restarted under the store: calls in the meantime are `Busy`, and the
+/// store answers again on its own once the server does, its ledger intact. It restarts the
+/// machine's `PostgreSQL`, so `.ci/run` runs it alone, after every other suite.
 #[test]
 #[ignore = "restarts PostgreSQL: .ci/run runs it alone (--ignored a_restarted_postgresql)"]
 fn a_restarted_postgresql_is_connected_to_again() {
