@@ -241,7 +241,7 @@ fn a_restarted_postgresql_is_connected_to_again() {
             Ok(()) => break,
             Err(backstop_store::StoreError::Busy(_)) => {
                 assert!(
-                    started.elapsed() < std::time::Duration::from_secs(60),
+                    started.elapsed() < std::time::Duration::from_mins(1),
                     "the store never connected again"
                 );
                 std::thread::sleep(std::time::Duration::from_millis(100));
