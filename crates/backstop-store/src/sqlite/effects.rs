@@ -235,7 +235,7 @@ pub fn update(
             "UPDATE dispatches SET state = ?2, reconcile_at = ?3, rounds = rounds + ?4,
                  failure_code = COALESCE(?5, failure_code),
                  result_status = COALESCE(?6, result_status), updated_at = ?7
-             WHERE key = ?1",
+             WHERE key = ?1 AND state NOT IN ('answered', 'escalated')",
         )?
         .execute(params![
             key,
@@ -247,9 +247,15 @@ pub fn update(
             millis(now)
         ])?;
     if changed == 0 {
-        return Err(StoreError::NotFound(format!(
-            "no dispatch with key `{key}`"
-        )));
+        // A settled dispatch never moves back (a late delivery is recorded, and changes it not).
+        let exists = connection
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM dispatches WHERE key = ?1)")?
+            .query_row(params![key], |row| row.get::<_, bool>(0))?;
+        if !exists {
+            return Err(StoreError::NotFound(format!(
+                "no dispatch with key `{key}`"
+            )));
+        }
     }
     Ok(())
 }

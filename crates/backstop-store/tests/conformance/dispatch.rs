@@ -256,3 +256,46 @@ pub fn dispatches_past_retention_are_purged_and_suppressions_kept(store: &dyn St
     let still = dispatch(store, &pack, &call("PO-9", "r1", "+15550109"), at(11));
     assert_eq!(kinds(&still), [AnswerKind::Suppressed]);
 }
+
+/// A settled dispatch (answered, or escalated to a person) never moves back: a late delivery's
+/// update leaves its state, status and failure code as they were.
+pub fn a_settled_dispatch_never_moves_back(store: &dyn Store) {
+    use backstop_store::DispatchUpdate;
+    let pack = po_live();
+    let key = dispatch(store, &pack, &call("PO-30", "r1", "+15550130"), at(0)).answers[0]
+        .key
+        .clone();
+    let update = |state, status: &str| DispatchUpdate {
+        state,
+        reconcile_at: None,
+        add_round: false,
+        failure_code: None,
+        result_status: Some(status.to_owned()),
+    };
+    for settled in [DispatchState::Answered, DispatchState::Escalated] {
+        let key = if settled == DispatchState::Answered {
+            key.clone()
+        } else {
+            dispatch(store, &pack, &call("PO-31", "r1", "+15550131"), at(0)).answers[0]
+                .key
+                .clone()
+        };
+        store
+            .update_dispatch(&key, &update(settled, "decided"), at(1))
+            .unwrap();
+        let late = DispatchUpdate {
+            failure_code: Some("LATE".to_owned()),
+            ..update(DispatchState::Reconciling, "refused:case_terminal")
+        };
+        store.update_dispatch(&key, &late, at(2)).unwrap();
+        let kept = store.dispatch_by_key(&key).unwrap().unwrap();
+        assert_eq!(kept.state, settled, "{key}");
+        assert_eq!(kept.result_status.as_deref(), Some("decided"));
+        assert_eq!(kept.failure_code, None);
+    }
+    let missing = store.update_dispatch("no-such-key", &update(DispatchState::Sent, "x"), at(3));
+    assert!(matches!(
+        missing,
+        Err(backstop_store::StoreError::NotFound(_))
+    ));
+}

@@ -70,6 +70,7 @@ macro_rules! conformance_suite {
             dispatch::a_suppressed_contact_and_a_decided_case_are_not_dispatched,
             dispatch::a_delivery_is_recorded_once_per_event_id,
             dispatch::dispatches_past_retention_are_purged_and_suppressions_kept,
+            dispatch::a_settled_dispatch_never_moves_back,
             notify::a_held_case_is_notified_once_per_subscribed_target,
             notify::nothing_is_enqueued_without_a_subscriber,
             notify::an_attempt_limit_refusal_is_notified_once_per_cycle,
