@@ -161,16 +161,30 @@ async fn apply_one(state: &AppState, record: &DeliveryRecord) -> Result<Applied,
             suppress_if_asked(state, &pack, &dispatch, &result).await?;
             outcome_update(&pack, &result, &delivery, now, policy.reconcile_after)
         }
-        Reply::Replayed(stored) => {
-            let status = serde_json::from_str::<Value>(&stored)
-                .ok()
-                .and_then(|v| v["status"].as_str().map(str::to_owned))
-                .unwrap_or_default();
-            (
-                None,
-                format!("a resend of a result already decided ({status})"),
-            )
-        }
+        Reply::Replayed(stored) => match serde_json::from_str::<DecisionResult>(&stored) {
+            // The attempt was counted before, and what follows it may not have been done (the
+            // process stopped between the steps): each step is done again, each once at most
+            // (a suppression is kept once, a settled dispatch never moves back).
+            Ok(result) => {
+                suppress_if_asked(state, &pack, &dispatch, &result).await?;
+                let (update, detail) =
+                    outcome_update(&pack, &result, &delivery, now, policy.reconcile_after);
+                (
+                    update,
+                    format!("{detail} (a resend: its steps done again, once each)"),
+                )
+            }
+            Err(_) => {
+                let status = serde_json::from_str::<Value>(&stored)
+                    .ok()
+                    .and_then(|v| v["status"].as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                (
+                    None,
+                    format!("a resend of a result already decided ({status})"),
+                )
+            }
+        },
         Reply::Refused(refusal) => {
             let code = refusal.code();
             let escalated = matches!(

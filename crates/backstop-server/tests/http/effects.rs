@@ -486,6 +486,52 @@ fn the_simulator_answers_and_a_do_not_call_suppresses_the_contact() {
     );
 }
 
+/// Applying a delivery is steps (decide, suppress, update the dispatch, finish the delivery):
+/// a process stopped after the decision leaves the rest undone, and the delivery applied again
+/// does each of them once (here: the do-not-call's suppression, then the settled dispatch).
+#[test]
+fn a_delivery_decided_before_a_stop_is_finished_when_applied_again() {
+    let server = server(true);
+    let key = dispatched_key(&server, "PO-40", "+15550140");
+    server.post(
+        &format!("/v1/dispatches/{key}/outcome"),
+        Some(AGENT_A),
+        &json!({"outcome": "sent"}),
+    );
+    let result = json!({"needs_human": "do_not_call", "spoke_with": "intended_contact",
+                        "received": "unknown", "po_status": "unknown"});
+    let body = json!({"event_id": "evt-40", "dispatch_key": key, "status": "completed",
+                      "result": result, "confidence": 0.95});
+    // The decision the delivery makes, committed on its own: the state a stop leaves behind.
+    let pack = server.state.catalog().packs["po-acknowledgement"].clone();
+    let record = server.state.store.dispatch_by_key(&key).unwrap().unwrap();
+    let delivery = backstop_core::effects::parse_delivery(&body).unwrap();
+    let (decision, _) = backstop_core::effects::decision_body(
+        &pack,
+        &delivery,
+        &record.case,
+        "delivery:calls:evt-40",
+    );
+    let decided = server.post(
+        "/v1/jobs/po-acknowledgement/decisions",
+        Some(AGENT_A),
+        &decision,
+    );
+    assert_eq!(
+        decided.json()["effects"],
+        json!(["suppress_contact"]),
+        "{}",
+        decided.text
+    );
+    // The delivery comes (again): the decision is replayed, the steps after it are done.
+    assert_eq!(deliver(&server, &body).status, 200);
+    let view = settled(&server, &key);
+    assert_eq!(view["dispatch"]["state"], "answered", "{view}");
+    assert_eq!(view["dispatch"]["result_status"], "held", "{view}");
+    let other = dispatch(&server, &call("PO-41", "+15550140"));
+    assert_eq!(other["answers"][0]["answer"], "suppressed", "{other}");
+}
+
 /// A one-shot status endpoint on loopback: answers every GET with `body`, as a provider's
 /// "get call" would.
 fn status_endpoint(body: Value) -> String {
