@@ -43,13 +43,15 @@ fn same_site_writes(request: &Request) -> Result<(), ApiError> {
     }
 }
 
-/// Why the request comes from another site, if a browser says it does.
+/// Why the request comes from another site, if a browser says it does. `Sec-Fetch-Site` is
+/// the browser's own verdict and wins when sent (a page served with `Referrer-Policy:
+/// no-referrer`, as `/ui` is, posts its forms with `Origin: null`); without it, the `Origin`
+/// must name this service.
 fn cross_site(headers: &HeaderMap) -> Option<String> {
     let text = |name: &str| headers.get(name).map(|v| v.to_str().unwrap_or("?"));
-    if let Some(site) = text("sec-fetch-site")
-        && !matches!(site, "same-origin" | "none")
-    {
-        return Some(format!("Sec-Fetch-Site: {site}"));
+    if let Some(site) = text("sec-fetch-site") {
+        return (!matches!(site, "same-origin" | "none"))
+            .then(|| format!("Sec-Fetch-Site: {site}"));
     }
     let origin = text("origin")?;
     let host = text("host").unwrap_or_default();

@@ -161,30 +161,9 @@ async fn apply_one(state: &AppState, record: &DeliveryRecord) -> Result<Applied,
             suppress_if_asked(state, &pack, &dispatch, &result).await?;
             outcome_update(&pack, &result, &delivery, now, policy.reconcile_after)
         }
-        Reply::Replayed(stored) => match serde_json::from_str::<DecisionResult>(&stored) {
-            // The attempt was counted before, and what follows it may not have been done (the
-            // process stopped between the steps): each step is done again, each once at most
-            // (a suppression is kept once, a settled dispatch never moves back).
-            Ok(result) => {
-                suppress_if_asked(state, &pack, &dispatch, &result).await?;
-                let (update, detail) =
-                    outcome_update(&pack, &result, &delivery, now, policy.reconcile_after);
-                (
-                    update,
-                    format!("{detail} (a resend: its steps done again, once each)"),
-                )
-            }
-            Err(_) => {
-                let status = serde_json::from_str::<Value>(&stored)
-                    .ok()
-                    .and_then(|v| v["status"].as_str().map(str::to_owned))
-                    .unwrap_or_default();
-                (
-                    None,
-                    format!("a resend of a result already decided ({status})"),
-                )
-            }
-        },
+        Reply::Replayed(stored) => {
+            replayed_update(state, &pack, &dispatch, &delivery, &stored, now).await?
+        }
         Reply::Refused(refusal) => {
             let code = refusal.code();
             let escalated = matches!(
@@ -213,6 +192,36 @@ async fn apply_one(state: &AppState, record: &DeliveryRecord) -> Result<Applied,
         blocking(&state.store, move |s| s.update_dispatch(&key, &update, now)).await?;
     }
     Ok(applied)
+}
+
+/// What a replayed decision leaves to do. The attempt was counted before, and what follows it
+/// may not have been done (the process stopped between the steps): each step is done again,
+/// each once at most (a suppression is kept once, a settled dispatch never moves back).
+async fn replayed_update(
+    state: &AppState,
+    pack: &Pack,
+    dispatch: &DispatchRecord,
+    delivery: &Delivery,
+    stored: &str,
+    now: Timestamp,
+) -> Result<(Option<DispatchUpdate>, String), StoreError> {
+    let Ok(result) = serde_json::from_str::<DecisionResult>(stored) else {
+        let status = serde_json::from_str::<Value>(stored)
+            .ok()
+            .and_then(|v| v["status"].as_str().map(str::to_owned))
+            .unwrap_or_default();
+        return Ok((
+            None,
+            format!("a resend of a result already decided ({status})"),
+        ));
+    };
+    suppress_if_asked(state, pack, dispatch, &result).await?;
+    let reconcile_after = pack.dispatch.clone().unwrap_or_default().reconcile_after;
+    let (update, detail) = outcome_update(pack, &result, delivery, now, reconcile_after);
+    Ok((
+        update,
+        format!("{detail} (a resend: its steps done again, once each)"),
+    ))
 }
 
 /// The dispatch's new state after its case's result.

@@ -97,6 +97,10 @@ fn a_write_from_another_site_is_refused_on_every_route_family() {
     for headers in [
         vec![("Origin", "https://evil.example")],
         vec![("Origin", "null")],
+        vec![
+            ("Origin", "https://evil.example"),
+            ("Sec-Fetch-Site", "cross-site"),
+        ],
         vec![("Sec-Fetch-Site", "cross-site")],
         vec![("Sec-Fetch-Site", "same-site")],
     ] {
