@@ -61,15 +61,11 @@ impl Effects {
     }
 }
 
-/// A signing secret no other process has: the simulator's, when the config names none.
+/// A signing secret no other process has and nobody can guess (256 bits from the system's
+/// random source): the simulator's, when the config names none. (It was a hash of the process
+/// id, the time and the thread: guessable, and a guess signs simulator deliveries.)
 pub fn fresh_secret() -> String {
-    let seed = format!(
-        "{}:{}:{:?}",
-        std::process::id(),
-        jiff::Timestamp::now().as_nanosecond(),
-        std::thread::current().id()
-    );
-    backstop_core::case::identity::full_hash(seed.as_bytes())
+    crate::ui::session::fresh_secret()
 }
 
 /// Starts the tasks: deliveries decided as they are recorded, the sweep on its interval, and
