@@ -19,20 +19,13 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
         let bytes = raw_body(request, state).await?;
-        let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
+        serde_json::from_slice(&bytes).map(JsonBody).map_err(|e| {
             ApiError::malformed(vec![Issue::new(
                 "",
                 "bad_json",
                 format!("the body is not JSON: {e}"),
             )])
-        })?;
-        // No ledger can keep a NUL (PostgreSQL refuses it in text): refused whole, at its path.
-        let mut issues = Vec::new();
-        backstop_core::case::nul_characters(&value, "", &mut issues);
-        if !issues.is_empty() {
-            return Err(ApiError::malformed(issues));
-        }
-        Ok(JsonBody(value))
+        })
     }
 }
 

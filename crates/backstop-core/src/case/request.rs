@@ -236,14 +236,7 @@ pub fn nul_characters(value: &Value, path: &str, issues: &mut Vec<Issue>) {
         }
         Value::Object(fields) => {
             for (key, item) in fields {
-                if key.contains('\0') {
-                    issues.push(Issue::new(
-                        path,
-                        "bad_characters",
-                        "a field name may not hold U+0000 (NUL)",
-                    ));
-                }
-                nul_characters(item, &join_path(path, &key.replace('\0', "\\0")), issues);
+                nul_characters(item, &join_path(path, key), issues);
             }
         }
         _ => {}

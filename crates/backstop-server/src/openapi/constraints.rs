@@ -30,7 +30,12 @@ pub fn apply(doc: &mut Value) {
         ("GrantBody", "task", false, name()),
         ("GrantBody", "caller", true, name()),
         ("ResolveBody", "decision", false, name()),
-        ("ResolveBody", "note", true, text(MAX_NOTE_CHARS)),
+        (
+            "ResolveBody",
+            "note",
+            true,
+            json!({"type": "string", "maxLength": MAX_NOTE_CHARS, "pattern": backstop_core::wire_schema::NO_NUL_PATTERN}),
+        ),
         (
             "DispatchOutcomeBody",
             "failure_code",
@@ -85,5 +90,30 @@ pub fn apply(doc: &mut Value) {
             .find(|p| p["name"] == parameter)
             .unwrap_or_else(|| panic!("{method} {path} has no parameter {parameter}"));
         found["schema"] = schema;
+    }
+    // Every other path id and query value: no control characters (the edge refuses them).
+    for operations in paths
+        .as_object_mut()
+        .into_iter()
+        .flat_map(|p| p.values_mut())
+    {
+        for operation in operations
+            .as_object_mut()
+            .into_iter()
+            .flat_map(|o| o.values_mut())
+        {
+            let parameters = operation
+                .get_mut("parameters")
+                .and_then(Value::as_array_mut);
+            for parameter in parameters.into_iter().flatten() {
+                let schema = &mut parameter["schema"];
+                if schema["type"] == "string"
+                    && schema.get("pattern").is_none()
+                    && schema.get("enum").is_none()
+                {
+                    schema["pattern"] = json!(backstop_core::wire_schema::NO_CONTROL_PATTERN);
+                }
+            }
+        }
     }
 }

@@ -230,7 +230,7 @@ fn one_address_cannot_hold_every_connection() {
 }
 
 #[test]
-fn a_nul_in_any_body_string_is_refused_at_its_path_and_stores_nothing() {
+fn a_nul_in_a_stored_string_is_refused_at_its_path_and_stores_nothing() {
     let server = open();
     open_item(&server);
     let answer = server.post(
@@ -240,13 +240,13 @@ fn a_nul_in_any_body_string_is_refused_at_its_path_and_stores_nothing() {
     );
     assert_eq!(answer.status, 400, "{}", answer.text);
     assert!(answer.text.contains(r#""path":"note""#), "{}", answer.text);
+    assert!(still_open(&server));
+    // Text that is only read (a report's message) may hold one: it is kept, if at all, as
+    // escaped JSON.
     let answer = server.post(
         "/v1/recover",
         None,
         &json!({"task": "t", "report": {"http_status": 503, "message": "a\u{0}b"}}),
     );
-    assert_eq!(answer.status, 400, "{}", answer.text);
-    assert!(answer.text.contains("report.message"), "{}", answer.text);
-    assert_eq!(server.get("/v1/tasks/t", None).json()["task_used"], 0);
-    assert!(still_open(&server));
+    assert_eq!(answer.status, 200, "{}", answer.text);
 }
