@@ -51,8 +51,8 @@ pub struct AppState {
 pub const SECRET_REFRESH: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl AppState {
-    /// The state for `config`, with its catalog loaded, and the recovery rebuilt from the call
-    /// journal of the last 24 hours.
+    /// The state for `config`, with its catalog loaded, and the call state loaded from the
+    /// ledger (its rows, then the journal after them).
     ///
     /// It reads the ledger: call it outside an async runtime, or in `spawn_blocking`.
     pub fn new(
@@ -105,11 +105,7 @@ impl AppState {
             // This server's [[notify]] targets become the ledger's from here on.
             crate::notify::subscribe(store.as_ref(), &config.notify.targets, now)?;
         }
-        let session_secret = store.secret(
-            crate::ui::session::SECRET_NAME,
-            &crate::ui::session::fresh_secret(),
-            now,
-        )?;
+        let session_secret = crate::ui::session::ledger_secret(store.as_ref(), now)?;
         let recovery = calls;
         let recovery = Arc::new(Mutex::new(recovery));
         let attempts = AttemptQueue::start(Arc::clone(&store), Arc::clone(&recovery), position)
@@ -153,11 +149,7 @@ impl AppState {
     /// # Errors
     /// The ledger failed; the secret in use stays.
     pub fn refresh_session_secret(&self) -> Result<(), backstop_store::StoreError> {
-        let secret = self.store.secret(
-            crate::ui::session::SECRET_NAME,
-            &crate::ui::session::fresh_secret(),
-            Timestamp::now(),
-        )?;
+        let secret = crate::ui::session::ledger_secret(self.store.as_ref(), Timestamp::now())?;
         *self
             .session_secret
             .write()

@@ -1,6 +1,6 @@
 //! The call journal: the call-level events every server on a ledger shares, and how they
-//! turn into a recovery's state. A server's ledger thread follows it (see `queue`); the CLI
-//! replays it to show or reset a task.
+//! turn into a recovery's state, kept in the ledger as rows beside it. A server's ledger
+//! thread follows it (see `queue`); the CLI loads it to show or reset a task.
 //!
 //! - `event`: the events, one variant per kind, and their stored form
 

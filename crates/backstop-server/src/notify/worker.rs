@@ -81,13 +81,19 @@ impl Worker {
                 return;
             }
         };
+        // The target's host resolved and checked once a round, not once a notification.
+        let refused = if due.is_empty() {
+            None
+        } else {
+            self.state.config.outbound.check_resolved(&target.url).err()
+        };
         for row in due {
             let outcome = if self.stopping.load(Ordering::Relaxed) {
                 NotifyOutcome::Release {
                     at: Timestamp::now(),
                 }
             } else {
-                self.try_one(target, breaker, &row, agent)
+                self.try_one(target, breaker, &row, agent, refused.as_deref())
             };
             match store.finish_notification(
                 &row.id,
@@ -114,14 +120,15 @@ impl Worker {
         breaker: &mut Breaker,
         row: &NotificationRecord,
         agent: &ureq::Agent,
+        refused: Option<&str>,
     ) -> NotifyOutcome {
         let policy = &self.state.config.notify.delivery;
         if let Admission::Rejected { until } = breaker.admit(Timestamp::now()) {
             return NotifyOutcome::Release { at: until };
         }
-        let sent = match self.state.config.outbound.check_resolved(&target.url) {
-            Ok(()) => send::post(agent, target, &row.payload, Timestamp::now().as_second()),
-            Err(why) => Err(format!("not contacted: {why}")),
+        let sent = match refused {
+            None => send::post(agent, target, &row.payload, Timestamp::now().as_second()),
+            Some(why) => Err(format!("not contacted: {why}")),
         };
         let now = Timestamp::now();
         let metrics = &self.state.metrics;

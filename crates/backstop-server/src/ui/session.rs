@@ -139,6 +139,17 @@ pub fn nonce() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
 
+/// The ledger's session secret: the one stored, or a fresh one stored now when there is none.
+///
+/// # Errors
+/// The ledger failed.
+pub fn ledger_secret(
+    store: &dyn backstop_store::Store,
+    now: Timestamp,
+) -> Result<String, backstop_store::StoreError> {
+    store.secret(SECRET_NAME, &fresh_secret(), now)
+}
+
 /// A fresh random session secret (256 bits from the system's random source).
 pub fn fresh_secret() -> String {
     format!("{}{}", nonce(), nonce())

@@ -184,6 +184,12 @@ impl Store for PostgresStore {
 
     fn secret(&self, name: &str, fresh: &str, now: Timestamp) -> Result<String, StoreError> {
         self.side(|client| {
+            // Read first: the insert only for the first server.
+            if let Some(row) =
+                client.query_opt("SELECT value FROM secrets WHERE name = $1", &[&name])?
+            {
+                return Ok(row.get(0));
+            }
             client.execute(
                 "INSERT INTO secrets (name, value, created_at) VALUES ($1, $2, $3)
                  ON CONFLICT (name) DO NOTHING",

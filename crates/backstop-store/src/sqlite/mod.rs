@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use backstop_core::case::Request;
 use backstop_core::pack::Pack;
 use jiff::Timestamp;
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension};
 
 use backstop_core::effects::{DispatchRequest, DispatchState};
 
@@ -193,6 +193,17 @@ impl Store for SqliteStore {
     }
 
     fn secret(&self, name: &str, fresh: &str, now: Timestamp) -> Result<String, StoreError> {
+        // Read first: the write (and the ledger's write lock) only for the first server.
+        let stored = self.read(|connection| {
+            Ok(connection
+                .query_row("SELECT value FROM secrets WHERE name = ?1", [name], |row| {
+                    row.get(0)
+                })
+                .optional()?)
+        })?;
+        if let Some(stored) = stored {
+            return Ok(stored);
+        }
         self.write(|connection| {
             connection.execute(
                 "INSERT INTO secrets (name, value, created_at) VALUES (?1, ?2, ?3)

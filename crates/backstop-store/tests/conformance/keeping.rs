@@ -335,28 +335,22 @@ pub fn a_journal_transaction_commits_whole_or_not_at_all(store: &dyn Store) {
 /// not at all: a failure between the two (here a panic while applying the reset) leaves the
 /// item open and the journal as it was, and the next try does both.
 pub fn a_resolution_and_the_reset_it_asks_commit_together(store: &dyn Store) {
-    use backstop_store::{JournalWrites, Resolution, TaskEscalation};
-    let escalation = TaskEscalation {
-        task: "t1".to_owned(),
-        tool: None,
-        class: "auth".to_owned(),
-        evidence: serde_json::Value::Null,
-        to: "the operator on call".to_owned(),
-    };
+    use backstop_store::JournalWrites;
     let item = store
-        .open_task_review("agent-a", &escalation, "credentials refused", at(0))
+        .open_task_review(
+            "agent-a",
+            &auth_escalation("t1"),
+            "credentials refused",
+            at(0),
+        )
         .unwrap()
         .unwrap();
-    let resolution = Resolution {
-        by: "dana".to_owned(),
-        decision: "retry".to_owned(),
-        note: None,
-    };
+    let resolution = retry_by_dana();
     let reset = |item: &backstop_store::ReviewItem| {
         vec![backstop_store::CallEvent {
             at: at(1),
             kind: "task_reset_all".to_owned(),
-            subject: format!("{}\u{1f}{}", item.caller, item.case_id),
+            subject: backstop_core::recover::recovery::task_key(&item.caller, &item.case_id),
             body: format!(r#"{{"by":"dana","review":{}}}"#, item.id),
         }]
     };
@@ -395,28 +389,37 @@ pub fn a_resolution_and_the_reset_it_asks_commit_together(store: &dyn Store) {
 /// A review item's id is never given again, even after the purge deleted the newest items (a
 /// notification's id is made from it, so a repeat would be taken for a duplicate).
 pub fn review_ids_never_repeat_after_a_purge(store: &dyn Store) {
-    use backstop_store::{Resolution, TaskEscalation};
-    let escalation = |task: &str| TaskEscalation {
+    let first = store
+        .open_task_review("agent-a", &auth_escalation("t1"), "why", at(0))
+        .unwrap()
+        .unwrap();
+    store
+        .resolve_review(first.id, &retry_by_dana(), at(1))
+        .unwrap();
+    assert_eq!(store.purge(at(2)).unwrap().reviews, 1);
+    let next = store
+        .open_task_review("agent-a", &auth_escalation("t2"), "why", at(3))
+        .unwrap()
+        .unwrap();
+    assert!(next.id > first.id, "{} after {}", next.id, first.id);
+}
+
+/// A task's escalation for refused credentials, as a review item carries it.
+fn auth_escalation(task: &str) -> backstop_store::TaskEscalation {
+    backstop_store::TaskEscalation {
         task: task.to_owned(),
         tool: None,
         class: "auth".to_owned(),
         evidence: serde_json::Value::Null,
         to: "the operator on call".to_owned(),
-    };
-    let first = store
-        .open_task_review("agent-a", &escalation("t1"), "why", at(0))
-        .unwrap()
-        .unwrap();
-    let resolution = Resolution {
+    }
+}
+
+/// An operator's `retry`.
+fn retry_by_dana() -> backstop_store::Resolution {
+    backstop_store::Resolution {
         by: "dana".to_owned(),
         decision: "retry".to_owned(),
         note: None,
-    };
-    store.resolve_review(first.id, &resolution, at(1)).unwrap();
-    assert_eq!(store.purge(at(2)).unwrap().reviews, 1);
-    let next = store
-        .open_task_review("agent-a", &escalation("t2"), "why", at(3))
-        .unwrap()
-        .unwrap();
-    assert!(next.id > first.id, "{} after {}", next.id, first.id);
+    }
 }

@@ -113,12 +113,14 @@ impl Quota {
             Quota::Tasks { limit } => format!(
                 "this caller has {limit} live tasks, its quota (`limits.tasks`): nothing was \
                  counted. Report the successes of finished tasks (or reset them), or wait until \
-                 idle tasks expire (7 days after their last failure)"
+                 idle tasks expire ({} days after their last failure)",
+                TASK_WINDOW.as_hours() / 24
             ),
             Quota::Tools { limit } => format!(
                 "this caller has named {limit} tools, its quota (`limits.tools`): nothing was \
-                 counted. Reuse a tool's name, or wait until idle tools expire (7 days after \
-                 their last outcome)"
+                 counted. Reuse a tool's name, or wait until idle tools expire ({} days after \
+                 their last outcome)",
+                TOOL_WINDOW.as_hours() / 24
             ),
         }
     }
