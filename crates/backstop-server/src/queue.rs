@@ -20,7 +20,7 @@ use std::thread;
 use backstop_core::case::Request;
 use backstop_core::pack::Pack;
 
-use backstop_store::{CallEvent, JournalEntry, Reply, Store, StoreError};
+use backstop_store::{CallEvent, DeliveryWrites, JournalEntry, Reply, Store, StoreError};
 
 use crate::journal::{Applied, CallState};
 
@@ -35,6 +35,16 @@ enum Job {
         caller: String,
         request: Request,
         answer: oneshot::Sender<(Result<Reply, StoreError>, std::time::Duration)>,
+    },
+    /// One attempt deciding a recorded delivery, written with what `then` asks of its reply
+    /// in one transaction.
+    Delivery {
+        pack: Arc<Pack>,
+        caller: String,
+        request: Request,
+        delivery: i64,
+        then: DeliveryFollowUp,
+        answer: oneshot::Sender<Result<(Reply, DeliveryWrites), StoreError>>,
     },
     /// One call-journal event: journaled, then everything up to it applied to the recovery; the
     /// answer is the step the event gave, if it was a task's failure.
@@ -54,6 +64,9 @@ enum Job {
         answer: oneshot::Sender<Result<backstop_store::ReviewItem, StoreError>>,
     },
 }
+
+/// What a delivery's decision writes with its attempt, given the reply and the attempt's time.
+pub type DeliveryFollowUp = Box<dyn Fn(&Reply, Timestamp) -> DeliveryWrites + Send>;
 
 /// Where a journal event's step goes.
 type JournalAnswer = oneshot::Sender<Result<Applied, StoreError>>;
@@ -97,6 +110,10 @@ impl std::fmt::Debug for Job {
             Job::Attempt { caller, .. } => f
                 .debug_struct("Attempt")
                 .field("caller", caller)
+                .finish_non_exhaustive(),
+            Job::Delivery { delivery, .. } => f
+                .debug_struct("Delivery")
+                .field("delivery", delivery)
                 .finish_non_exhaustive(),
             Job::Journal { event, .. } => f
                 .debug_struct("Journal")
@@ -179,6 +196,28 @@ impl AttemptQueue {
             answer,
         };
         self.send(job)?;
+        answered.await.map_err(|_| QueueError::Stopped)
+    }
+
+    /// Decides recorded delivery `delivery` with `request`, writing what `then` asks of the
+    /// reply in the attempt's transaction: the reply and what was written.
+    pub async fn decide_delivery(
+        &self,
+        pack: Arc<Pack>,
+        caller: String,
+        request: Request,
+        delivery: i64,
+        then: DeliveryFollowUp,
+    ) -> Result<Result<(Reply, DeliveryWrites), StoreError>, QueueError> {
+        let (answer, answered) = oneshot::channel();
+        self.send(Job::Delivery {
+            pack,
+            caller,
+            request,
+            delivery,
+            then,
+            answer,
+        })?;
         answered.await.map_err(|_| QueueError::Stopped)
     }
 
@@ -291,6 +330,23 @@ impl Follower {
                 }))
                 .unwrap_or_else(|_| Err(panicked("an attempt")));
                 let _ = answer.send((reply, started.elapsed()));
+            }
+            Job::Delivery {
+                pack,
+                caller,
+                request,
+                delivery,
+                then,
+                answer,
+            } => {
+                let store = &self.store;
+                let decided = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    let now = Timestamp::now();
+                    let then = |reply: &Reply| then(reply, now);
+                    store.decide_delivery(pack, &caller, request, now, delivery, &then)
+                }))
+                .unwrap_or_else(|_| Err(panicked("deciding a delivery")));
+                let _ = answer.send(decided);
             }
             Job::Journal { event, answer } => self.journal(vec![(event, answer)]),
             Job::CatchUp { answer } => {

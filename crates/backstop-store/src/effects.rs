@@ -175,6 +175,37 @@ pub struct DispatchUpdate {
     pub result_status: Option<String>,
 }
 
+/// What deciding a recorded delivery writes after its attempt, in the attempt's own
+/// transaction ([`crate::Store::decide_delivery`]): the contact's suppression, the dispatch's
+/// new state (never moving a settled dispatch back) and the delivery marked done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryWrites {
+    /// A contact to put on the suppression list.
+    pub suppression: Option<Suppression>,
+    /// The dispatch the delivery answered, and its change.
+    pub dispatch: Option<(String, DispatchUpdate)>,
+    /// The delivery's end: `applied`, `unattributed` or `rejected`.
+    pub state: &'static str,
+    /// What became of it, for people.
+    pub detail: String,
+}
+
+/// A contact put on the suppression list: for one case, or (`case_id` `None`) for every case
+/// of the caller's on the job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Suppression {
+    /// Whose contact it is.
+    pub caller: String,
+    /// The job.
+    pub job: String,
+    /// The contact.
+    pub contact: String,
+    /// The one case it holds for, or every case.
+    pub case_id: Option<String>,
+    /// Why.
+    pub reason: String,
+}
+
 /// Which dispatches to list.
 #[derive(Debug, Clone, Default)]
 pub struct DispatchFilter {
@@ -244,6 +275,7 @@ pub(crate) fn run_dispatch(
             None => gate_one(tx, pack, caller, request, recipient, context, now)?,
         };
         answers.push(answer);
+        fault!("dispatch.recipient_gated");
     }
     Ok(DispatchReply {
         batch_key: request.batch_key.clone(),

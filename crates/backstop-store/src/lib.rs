@@ -19,6 +19,18 @@ use backstop_core::pack::Pack;
 use jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
 
+/// A fault point between two steps of a transaction, named `$name`: nothing unless the
+/// `faults` feature is on and a test configures it (`fail::cfg`), then `return` fails the
+/// transaction there (as a database error would) and `panic` stops it as a crash would. The
+/// fault-injection suite (`tests/faults.rs`) checks that each leaves nothing half-written.
+macro_rules! fault {
+    ($name:literal) => {
+        fail::fail_point!($name, |_| Err($crate::StoreError::Database(
+            concat!("a fault injected at ", $name).to_owned()
+        )))
+    };
+}
+
 mod codec;
 mod effects;
 mod notify;
@@ -43,8 +55,8 @@ mod sqlite;
 
 pub use backstop_core as core;
 pub use effects::{
-    AnswerKind, DeliveryRecord, DispatchAnswer, DispatchContext, DispatchFilter, DispatchRecord,
-    DispatchReply, DispatchUpdate,
+    AnswerKind, DeliveryRecord, DeliveryWrites, DispatchAnswer, DispatchContext, DispatchFilter,
+    DispatchRecord, DispatchReply, DispatchUpdate, Suppression,
 };
 pub use notify::{NotificationFilter, NotificationRecord, NotifyOutcome, Subscription};
 #[cfg(feature = "postgres")]
@@ -162,6 +174,21 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         request: Request,
         now: Timestamp,
     ) -> Result<Reply, StoreError>;
+
+    /// Decides recorded delivery `delivery` in one transaction: the attempt (as
+    /// [`Store::decide`]), then what `then` asks of its reply (the contact suppressed, the
+    /// dispatch moved on unless it is settled, the delivery marked done): the reply and what
+    /// was written with it. A failure anywhere leaves none of it: the delivery stays pending,
+    /// to be decided again.
+    fn decide_delivery(
+        &self,
+        pack: Arc<Pack>,
+        caller: &str,
+        request: Request,
+        now: Timestamp,
+        delivery: i64,
+        then: &dyn Fn(&Reply) -> DeliveryWrites,
+    ) -> Result<(Reply, DeliveryWrites), StoreError>;
 
     /// One case of a caller on a job, with every attempt record kept.
     fn case(

@@ -9,7 +9,10 @@ use backstop_core::effects::{
     Delivery, DispatchState, Target, asked_fields, decision_body, parse_delivery,
 };
 use backstop_core::pack::{Pack, SuppressScope};
-use backstop_store::{DeliveryRecord, DispatchRecord, DispatchUpdate, Reply, Store, StoreError};
+use backstop_store::{
+    DeliveryRecord, DeliveryWrites, DispatchRecord, DispatchUpdate, Reply, Store, StoreError,
+    Suppression,
+};
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
@@ -98,45 +101,42 @@ pub async fn apply_pending(state: &AppState) -> Result<Vec<Applied>, StoreError>
             return Ok(done);
         }
         for record in pending {
-            let applied = apply_one(state, &record).await?;
-            let (id, st, detail) = (applied.delivery, applied.state, applied.detail.clone());
-            blocking(&state.store, move |s| {
-                s.finish_delivery(id, st, &detail, Timestamp::now())
-            })
-            .await?;
-            done.push(applied);
+            done.push(apply_one(state, &record).await?);
         }
     }
 }
 
+/// Decides one recorded delivery. Its attempt, the contact's suppression, the dispatch's new
+/// state and the delivery's end are written in one transaction ([`Store::decide_delivery`]);
+/// a delivery that cannot be decided (unreadable, unattributed, its result malformed) is
+/// marked done with why.
 async fn apply_one(state: &AppState, record: &DeliveryRecord) -> Result<Applied, StoreError> {
-    let mut applied = Applied {
-        delivery: record.id,
-        state: "rejected",
-        detail: String::new(),
-        dispatch_key: None,
-        status: None,
-    };
+    let id = record.id;
     let delivery = match serde_json::from_str(&record.payload)
         .map_err(|e| vec![backstop_core::Issue::new("", "bad_json", e.to_string())])
         .and_then(|v: Value| parse_delivery(&v))
     {
         Ok(d) => d,
         Err(issues) => {
-            applied.detail = format!("unreadable: {}", issues[0]);
-            return Ok(applied);
+            return not_decided(
+                state,
+                id,
+                "rejected",
+                format!("unreadable: {}", issues[0]),
+                None,
+            )
+            .await;
         }
     };
     let target = delivery.target.clone();
     let Some(dispatch) = blocking(&state.store, move |s| find(s, &target)).await? else {
-        applied.state = "unattributed";
-        "no dispatch matches it: recorded, and nothing was decided".clone_into(&mut applied.detail);
-        return Ok(applied);
+        let why = "no dispatch matches it: recorded, and nothing was decided".to_owned();
+        return not_decided(state, id, "unattributed", why, None).await;
     };
-    applied.dispatch_key = Some(dispatch.key.clone());
+    let key = Some(dispatch.key.clone());
     let Some(pack) = state.catalog().packs.get(&dispatch.job).cloned() else {
-        applied.detail = format!("the job `{}` is no longer loaded", dispatch.job);
-        return Ok(applied);
+        let why = format!("the job `{}` is no longer loaded", dispatch.job);
+        return not_decided(state, id, "rejected", why, key).await;
     };
     let execution = format!("delivery:{}:{}", record.source, delivery.event_id);
     let (body, _ignored) = decision_body(&pack, &delivery, &dispatch.case, &execution);
@@ -144,25 +144,80 @@ async fn apply_one(state: &AppState, record: &DeliveryRecord) -> Result<Applied,
         Ok(request) => request,
         Err(issues) => {
             let list: Vec<String> = issues.iter().map(ToString::to_string).collect();
-            applied.detail = format!("its result is malformed: {}", list.join("; "));
-            return Ok(applied);
+            let why = format!("its result is malformed: {}", list.join("; "));
+            return not_decided(state, id, "rejected", why, key).await;
         }
     };
-    let reply = state
+    let (caller, deciding) = (dispatch.caller.clone(), Arc::clone(&pack));
+    let follow_up =
+        move |reply: &Reply, now: Timestamp| writes_for(&pack, &dispatch, &delivery, reply, now);
+    let (_, writes) = state
         .attempts
-        .decide(Arc::clone(&pack), dispatch.caller.clone(), request)
+        .decide_delivery(deciding, caller, request, id, Box::new(follow_up))
         .await
-        .map_err(|e| StoreError::Busy(format!("the attempt queue: {e:?}")))?
-        .0?;
-    let now = Timestamp::now();
-    let policy = pack.dispatch.clone().unwrap_or_default();
-    let (update, detail) = match reply {
+        .map_err(|e| StoreError::Busy(format!("the attempt queue: {e:?}")))??;
+    Ok(Applied {
+        delivery: id,
+        state: writes.state,
+        detail: writes.detail,
+        status: writes.dispatch.and_then(|(_, update)| update.result_status),
+        dispatch_key: key,
+    })
+}
+
+/// A delivery marked done without a decision.
+async fn not_decided(
+    state: &AppState,
+    id: i64,
+    end: &'static str,
+    detail: String,
+    dispatch_key: Option<String>,
+) -> Result<Applied, StoreError> {
+    let kept = detail.clone();
+    blocking(&state.store, move |s| {
+        s.finish_delivery(id, end, &kept, Timestamp::now())
+    })
+    .await?;
+    Ok(Applied {
+        delivery: id,
+        state: end,
+        detail,
+        dispatch_key,
+        status: None,
+    })
+}
+
+/// What a delivery's decision writes with its attempt: the same for its first decision and
+/// for a resend of it (the process may have stopped before, and each step is kept once: a
+/// suppression once, a settled dispatch never moved back).
+pub(crate) fn writes_for(
+    pack: &Pack,
+    dispatch: &DispatchRecord,
+    delivery: &Delivery,
+    reply: &Reply,
+    now: Timestamp,
+) -> DeliveryWrites {
+    let reconcile_after = pack.dispatch.clone().unwrap_or_default().reconcile_after;
+    let (update, suppression, detail) = match reply {
         Reply::Counted(result) => {
-            suppress_if_asked(state, &pack, &dispatch, &result).await?;
-            outcome_update(&pack, &result, &delivery, now, policy.reconcile_after)
+            let (update, detail) = outcome_update(pack, result, delivery, now, reconcile_after);
+            (update, suppression(pack, dispatch, result), detail)
         }
         Reply::Replayed(stored) => {
-            replayed_update(state, &pack, &dispatch, &delivery, &stored, now).await?
+            if let Ok(result) = serde_json::from_str::<DecisionResult>(stored) {
+                let (update, detail) =
+                    outcome_update(pack, &result, delivery, now, reconcile_after);
+                let detail = format!("{detail} (a resend: its steps done again, once each)");
+                (update, suppression(pack, dispatch, &result), detail)
+            } else {
+                // A refusal's body: already decided, nothing to do again.
+                let status = serde_json::from_str::<Value>(stored)
+                    .ok()
+                    .and_then(|v| v["status"].as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                let detail = format!("a resend of a result already decided ({status})");
+                (None, None, detail)
+            }
         }
         Reply::Refused(refusal) => {
             let code = refusal.code();
@@ -181,47 +236,15 @@ async fn apply_one(state: &AppState, record: &DeliveryRecord) -> Result<Applied,
                 failure_code: delivery.failure_code.clone(),
                 result_status: Some(format!("refused:{code}")),
             };
-            (Some(update), format!("the case refused it: {code}"))
+            (Some(update), None, format!("the case refused it: {code}"))
         }
     };
-    applied.state = "applied";
-    applied.detail = detail;
-    if let Some(update) = update {
-        applied.status.clone_from(&update.result_status);
-        let key = dispatch.key.clone();
-        blocking(&state.store, move |s| s.update_dispatch(&key, &update, now)).await?;
+    DeliveryWrites {
+        suppression,
+        dispatch: update.map(|update| (dispatch.key.clone(), update)),
+        state: "applied",
+        detail,
     }
-    Ok(applied)
-}
-
-/// What a replayed decision leaves to do. The attempt was counted before, and what follows it
-/// may not have been done (the process stopped between the steps): each step is done again,
-/// each once at most (a suppression is kept once, a settled dispatch never moves back).
-async fn replayed_update(
-    state: &AppState,
-    pack: &Pack,
-    dispatch: &DispatchRecord,
-    delivery: &Delivery,
-    stored: &str,
-    now: Timestamp,
-) -> Result<(Option<DispatchUpdate>, String), StoreError> {
-    let Ok(result) = serde_json::from_str::<DecisionResult>(stored) else {
-        let status = serde_json::from_str::<Value>(stored)
-            .ok()
-            .and_then(|v| v["status"].as_str().map(str::to_owned))
-            .unwrap_or_default();
-        return Ok((
-            None,
-            format!("a resend of a result already decided ({status})"),
-        ));
-    };
-    suppress_if_asked(state, pack, dispatch, &result).await?;
-    let reconcile_after = pack.dispatch.clone().unwrap_or_default().reconcile_after;
-    let (update, detail) = outcome_update(pack, &result, delivery, now, reconcile_after);
-    Ok((
-        update,
-        format!("{detail} (a resend: its steps done again, once each)"),
-    ))
 }
 
 /// The dispatch's new state after its case's result.
@@ -259,32 +282,28 @@ fn outcome_update(
     )
 }
 
-async fn suppress_if_asked(
-    state: &AppState,
+/// The suppression a result asks for (its effects name [`SUPPRESS_CONTACT`]), in the pack's
+/// scope.
+fn suppression(
     pack: &Pack,
     dispatch: &DispatchRecord,
     result: &DecisionResult,
-) -> Result<(), StoreError> {
+) -> Option<Suppression> {
     if !result.effects.iter().any(|e| e == SUPPRESS_CONTACT) {
-        return Ok(());
+        return None;
     }
     let scope = pack
         .dispatch
         .as_ref()
         .map_or(SuppressScope::Case, |d| d.suppress_scope);
-    let (caller, job, contact, case_id) = (
-        dispatch.caller.clone(),
-        dispatch.job.clone(),
-        dispatch.contact.clone(),
-        dispatch.case_id.clone(),
-    );
-    let reason = result
-        .outcome
-        .clone()
-        .unwrap_or_else(|| SUPPRESS_CONTACT.to_owned());
-    blocking(&state.store, move |s| {
-        let case = (scope == SuppressScope::Case).then_some(case_id.as_str());
-        s.suppress(&caller, &job, &contact, case, &reason, Timestamp::now())
+    Some(Suppression {
+        caller: dispatch.caller.clone(),
+        job: dispatch.job.clone(),
+        contact: dispatch.contact.clone(),
+        case_id: (scope == SuppressScope::Case).then(|| dispatch.case_id.clone()),
+        reason: result
+            .outcome
+            .clone()
+            .unwrap_or_else(|| SUPPRESS_CONTACT.to_owned()),
     })
-    .await
 }

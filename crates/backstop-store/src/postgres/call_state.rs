@@ -41,6 +41,7 @@ pub fn resolve_journaled(
 ) -> Result<(crate::ReviewItem, Vec<JournalEntry>), StoreError> {
     let mut tx = session.client.transaction()?;
     let item = super::queries::resolve_in(&mut tx, id, resolution, now)?;
+    fault!("review.resolved");
     let entries = journal_in(&mut tx, &session.journal, &then(&item), after, follow)?;
     tx.commit()?;
     Ok((item, entries))
@@ -59,6 +60,7 @@ fn journal_in(
     let subject: Vec<&str> = events.iter().map(|e| e.subject.as_str()).collect();
     let body: Vec<&str> = events.iter().map(|e| e.body.as_str()).collect();
     let entries = entries(&tx.query(&statements.append, &[&at, &kind, &subject, &body, &after])?)?;
+    fault!("journal.appended");
     let writes = follow(&entries);
     let (kept, gone): (Vec<&StateRow>, Vec<&StateRow>) =
         writes.rows.iter().partition(|row| row.body.is_some());
@@ -84,6 +86,7 @@ fn journal_in(
             &position,
         ],
     )?;
+    fault!("journal.rows_written");
     for review in &writes.task_reviews {
         super::queries::open_task_review_in(
             tx,
@@ -93,6 +96,7 @@ fn journal_in(
             review.at,
         )?;
     }
+    fault!("journal.reviews_opened");
     Ok(entries)
 }
 

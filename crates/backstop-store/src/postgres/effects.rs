@@ -15,8 +15,8 @@ use super::{int, uint};
 use crate::StoreError;
 use crate::codec::timestamp;
 use crate::effects::{
-    DeliveryRecord, DispatchContext, DispatchFilter, DispatchRecord, DispatchReply, DispatchUpdate,
-    EffectsTx, json_of, mode_of, run_dispatch, state_of,
+    DeliveryRecord, DeliveryWrites, DispatchContext, DispatchFilter, DispatchRecord, DispatchReply,
+    DispatchUpdate, EffectsTx, json_of, mode_of, run_dispatch, state_of,
 };
 
 const DISPATCH_COLUMNS: &str = "key, batch_key, caller, job, case_id, case_ref, recipient, contact,
@@ -253,7 +253,7 @@ pub fn list(
 }
 
 pub fn update(
-    client: &mut Client,
+    client: &mut impl GenericClient,
     key: &str,
     update: &DispatchUpdate,
     now: Timestamp,
@@ -341,7 +341,7 @@ pub fn deliveries(
 }
 
 pub fn finish_delivery(
-    client: &mut Client,
+    client: &mut impl GenericClient,
     id: i64,
     state: &str,
     detail: &str,
@@ -356,7 +356,7 @@ pub fn finish_delivery(
 }
 
 pub fn suppress(
-    client: &mut Client,
+    client: &mut impl GenericClient,
     caller: &str,
     job: &str,
     contact: &str,
@@ -377,6 +377,36 @@ pub fn suppress(
         ],
     )?;
     Ok(())
+}
+
+/// What deciding a delivery writes after its attempt, in the attempt's transaction.
+pub fn write_decided(
+    tx: &mut Transaction<'_>,
+    delivery: i64,
+    writes: &DeliveryWrites,
+    now: Timestamp,
+) -> Result<(), StoreError> {
+    if let Some(s) = &writes.suppression {
+        suppress(
+            tx,
+            &s.caller,
+            &s.job,
+            &s.contact,
+            s.case_id.as_deref(),
+            &s.reason,
+            now,
+        )?;
+    }
+    fault!("delivery.suppressed");
+    if let Some((key, change)) = &writes.dispatch {
+        match update(tx, key, change, now) {
+            // A dispatch purged since is not waited for: the delivery is done all the same.
+            Ok(()) | Err(StoreError::NotFound(_)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    fault!("delivery.dispatch_moved");
+    finish_delivery(tx, delivery, writes.state, &writes.detail, now)
 }
 
 fn dispatch_row(row: &Row) -> Result<DispatchRecord, StoreError> {

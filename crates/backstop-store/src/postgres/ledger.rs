@@ -25,43 +25,55 @@ pub fn decide(
     request: &Request,
     now: Timestamp,
 ) -> Result<Reply, StoreError> {
-    let job = pack.job.as_str();
     let mut tx = client.transaction()?;
+    let reply = decide_in(&mut tx, pack, caller, request, now)?;
+    tx.commit()?;
+    Ok(reply)
+}
+
+/// One attempt in `tx`, left for the caller to commit: a replay or refusal changes no case
+/// (only the attempt limit's notification is kept).
+pub fn decide_in(
+    tx: &mut Transaction<'_>,
+    pack: &Pack,
+    caller: &str,
+    request: &Request,
+    now: Timestamp,
+) -> Result<Reply, StoreError> {
+    let job = pack.job.as_str();
     // Execution id first, then the case: every attempt takes its two locks in this order.
-    lock(&mut tx, &[caller, job, "execution", &request.execution_id])?;
+    lock(tx, &[caller, job, "execution", &request.execution_id])?;
     // The case the request names, or the issued case a fresh start reuses (found once, under
     // the issued lock): either way its lock is held before anything is read.
     let case_id = match &request.case {
         CaseLookup::Named { id, .. } => Some(id.clone()),
         CaseLookup::Open { opening_hash, .. } => {
-            lock(&mut tx, &[caller, job, "issued"])?;
-            reused_case(&mut tx, job, caller, opening_hash.as_deref(), now)?
+            lock(tx, &[caller, job, "issued"])?;
+            reused_case(tx, job, caller, opening_hash.as_deref(), now)?
         }
     };
     if let Some(id) = &case_id {
-        lock_case(&mut tx, caller, job, id)?;
+        lock_case(tx, caller, job, id)?;
     }
-    let (state, cycle) = load(&mut tx, job, caller, request, case_id.as_deref(), now)?;
+    let (state, cycle) = load(tx, job, caller, request, case_id.as_deref(), now)?;
     match attempt(pack, &state, request, now) {
         Attempted::Replay(stored) => Ok(Reply::Replayed(stored)),
         Attempted::Refused(refusal) => {
-            // A refusal changes no case; only the attempt limit's notification is kept.
             if let Some(notice) = refusal_notice(job, caller, &state, &refusal, now) {
-                enqueue(&mut tx, &[notice], now)?;
-                tx.commit()?;
+                enqueue(tx, &[notice], now)?;
             }
             Ok(Reply::Refused(refusal))
         }
         Attempted::Counted { result, change } => {
-            let review = apply(&mut tx, job, caller, &change, cycle, now)?;
+            let review = apply(tx, job, caller, &change, cycle, now)?;
             let case = CaseRef {
                 caller,
                 job,
                 case_id: &change.case_id,
             };
             let notices = Notice::for_attempt(case, &request.execution_id, &result, review, now);
-            enqueue(&mut tx, &notices, now)?;
-            tx.commit()?;
+            enqueue(tx, &notices, now)?;
+            fault!("decide.counted");
             Ok(Reply::Counted(result))
         }
     }

@@ -25,10 +25,10 @@ use self::connection::{Reconnecting, Session};
 use backstop_core::effects::{DispatchRequest, DispatchState};
 
 use crate::{
-    AttemptCount, CallEvent, CaseRecord, DeliveryRecord, DispatchContext, DispatchFilter,
-    DispatchRecord, DispatchReply, DispatchUpdate, JournalEntry, JournalWrites, NotificationFilter,
-    NotificationRecord, NotifyOutcome, Purged, Reply, Resolution, ReviewFilter, ReviewItem,
-    StateRow, Store, StoreError, Subscription, TaskEscalation,
+    AttemptCount, CallEvent, CaseRecord, DeliveryRecord, DeliveryWrites, DispatchContext,
+    DispatchFilter, DispatchRecord, DispatchReply, DispatchUpdate, JournalEntry, JournalWrites,
+    NotificationFilter, NotificationRecord, NotifyOutcome, Purged, Reply, Resolution, ReviewFilter,
+    ReviewItem, StateRow, Store, StoreError, Subscription, TaskEscalation,
 };
 
 mod call_state;
@@ -118,6 +118,25 @@ impl Store for PostgresStore {
         now: Timestamp,
     ) -> Result<Reply, StoreError> {
         self.with(|session| ledger::decide(&mut session.client, &pack, caller, &request, now))
+    }
+
+    fn decide_delivery(
+        &self,
+        pack: Arc<Pack>,
+        caller: &str,
+        request: Request,
+        now: Timestamp,
+        delivery: i64,
+        then: &dyn Fn(&Reply) -> DeliveryWrites,
+    ) -> Result<(Reply, DeliveryWrites), StoreError> {
+        self.with(|session| {
+            let mut tx = session.client.transaction()?;
+            let reply = ledger::decide_in(&mut tx, &pack, caller, &request, now)?;
+            let writes = then(&reply);
+            effects::write_decided(&mut tx, delivery, &writes, now)?;
+            tx.commit()?;
+            Ok((reply, writes))
+        })
     }
 
     fn case(

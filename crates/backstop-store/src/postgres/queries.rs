@@ -186,6 +186,7 @@ pub fn purge(client: &mut Client, before: Timestamp) -> Result<Purged, StoreErro
     let mut tx = client.transaction()?;
     let cutoff = before.as_millisecond();
     let attempts = tx.execute("DELETE FROM attempts WHERE at < $1", &[&cutoff])?;
+    fault!("purge.attempts_deleted");
     let reviews = tx.execute(
         "DELETE FROM reviews WHERE resolved_at IS NOT NULL AND resolved_at < $1",
         &[&cutoff],

@@ -35,6 +35,7 @@ pub fn resolve_journaled(
 ) -> Result<(crate::ReviewItem, Vec<JournalEntry>), StoreError> {
     let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let item = super::queries::resolve_in(&tx, id, resolution, now)?;
+    fault!("review.resolved");
     let entries = journal_in(&tx, &then(&item), after, follow)?;
     tx.commit()?;
     Ok((item, entries))
@@ -61,8 +62,10 @@ fn journal_in(
         }
     }
     let entries = journal_after(tx, after)?;
+    fault!("journal.appended");
     let writes = follow(&entries);
     write_rows(tx, &writes.rows)?;
+    fault!("journal.rows_written");
     for review in &writes.task_reviews {
         super::queries::open_task_review_in(
             tx,
@@ -72,6 +75,7 @@ fn journal_in(
             review.at,
         )?;
     }
+    fault!("journal.reviews_opened");
     if let Some(last) = entries.last() {
         tx.prepare_cached("UPDATE call_position SET position = MAX(position, ?1) WHERE id = 1")?
             .execute(params![last.id])?;

@@ -10,8 +10,8 @@ use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehav
 use crate::StoreError;
 use crate::codec::{millis, timestamp};
 use crate::effects::{
-    DeliveryRecord, DispatchContext, DispatchFilter, DispatchRecord, DispatchReply, DispatchUpdate,
-    EffectsTx, run_dispatch,
+    DeliveryRecord, DeliveryWrites, DispatchContext, DispatchFilter, DispatchRecord, DispatchReply,
+    DispatchUpdate, EffectsTx, run_dispatch,
 };
 
 const DISPATCH_COLUMNS: &str = "key, batch_key, caller, job, case_id, case_ref, recipient, contact,
@@ -225,7 +225,7 @@ pub fn list(
 }
 
 pub fn update(
-    connection: &mut Connection,
+    connection: &Connection,
     key: &str,
     update: &DispatchUpdate,
     now: Timestamp,
@@ -300,7 +300,7 @@ pub fn deliveries(
 }
 
 pub fn finish_delivery(
-    connection: &mut Connection,
+    connection: &Connection,
     id: i64,
     state: &str,
     detail: &str,
@@ -316,7 +316,7 @@ pub fn finish_delivery(
 }
 
 pub fn suppress(
-    connection: &mut Connection,
+    connection: &Connection,
     caller: &str,
     job: &str,
     contact: &str,
@@ -338,6 +338,36 @@ pub fn suppress(
             reason
         ])?;
     Ok(())
+}
+
+/// What deciding a delivery writes after its attempt, in the attempt's transaction.
+pub fn write_decided(
+    tx: &Transaction<'_>,
+    delivery: i64,
+    writes: &DeliveryWrites,
+    now: Timestamp,
+) -> Result<(), StoreError> {
+    if let Some(s) = &writes.suppression {
+        suppress(
+            tx,
+            &s.caller,
+            &s.job,
+            &s.contact,
+            s.case_id.as_deref(),
+            &s.reason,
+            now,
+        )?;
+    }
+    fault!("delivery.suppressed");
+    if let Some((key, change)) = &writes.dispatch {
+        match update(tx, key, change, now) {
+            // A dispatch purged since is not waited for: the delivery is done all the same.
+            Ok(()) | Err(StoreError::NotFound(_)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    fault!("delivery.dispatch_moved");
+    finish_delivery(tx, delivery, writes.state, &writes.detail, now)
 }
 
 fn dispatch_row(row: &Row<'_>) -> rusqlite::Result<Result<DispatchRecord, StoreError>> {

@@ -27,27 +27,39 @@ pub fn decide(
     now: Timestamp,
 ) -> Result<Reply, StoreError> {
     let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let (state, cycle) = load(&tx, &pack.job, caller, request, now)?;
+    let reply = decide_in(&tx, pack, caller, request, now)?;
+    tx.commit()?;
+    Ok(reply)
+}
+
+/// One attempt in `tx`, left for the caller to commit: a replay or refusal changes no case
+/// (only the attempt limit's notification is kept).
+pub fn decide_in(
+    tx: &Transaction<'_>,
+    pack: &Pack,
+    caller: &str,
+    request: &Request,
+    now: Timestamp,
+) -> Result<Reply, StoreError> {
+    let (state, cycle) = load(tx, &pack.job, caller, request, now)?;
     match attempt(pack, &state, request, now) {
         Attempted::Replay(stored) => Ok(Reply::Replayed(stored)),
         Attempted::Refused(refusal) => {
-            // A refusal changes no case; only the attempt limit's notification is kept.
             if let Some(notice) = refusal_notice(&pack.job, caller, &state, &refusal, now) {
-                enqueue(&tx, &[notice], now)?;
-                tx.commit()?;
+                enqueue(tx, &[notice], now)?;
             }
             Ok(Reply::Refused(refusal))
         }
         Attempted::Counted { result, change } => {
-            let review = apply(&tx, &pack.job, caller, &change, cycle, now)?;
+            let review = apply(tx, &pack.job, caller, &change, cycle, now)?;
             let case = CaseRef {
                 caller,
                 job: &pack.job,
                 case_id: &change.case_id,
             };
             let notices = Notice::for_attempt(case, &request.execution_id, &result, review, now);
-            enqueue(&tx, &notices, now)?;
-            tx.commit()?;
+            enqueue(tx, &notices, now)?;
+            fault!("decide.counted");
             Ok(Reply::Counted(result))
         }
     }

@@ -17,15 +17,15 @@ use std::sync::{Arc, Mutex};
 use backstop_core::case::Request;
 use backstop_core::pack::Pack;
 use jiff::Timestamp;
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 
 use backstop_core::effects::{DispatchRequest, DispatchState};
 
 use crate::{
-    AttemptCount, CallEvent, CaseRecord, DeliveryRecord, DispatchContext, DispatchFilter,
-    DispatchRecord, DispatchReply, DispatchUpdate, JournalEntry, JournalWrites, NotificationFilter,
-    NotificationRecord, NotifyOutcome, Purged, Reply, Resolution, ReviewFilter, ReviewItem,
-    StateRow, Store, StoreError, Subscription, TaskEscalation,
+    AttemptCount, CallEvent, CaseRecord, DeliveryRecord, DeliveryWrites, DispatchContext,
+    DispatchFilter, DispatchRecord, DispatchReply, DispatchUpdate, JournalEntry, JournalWrites,
+    NotificationFilter, NotificationRecord, NotifyOutcome, Purged, Reply, Resolution, ReviewFilter,
+    ReviewItem, StateRow, Store, StoreError, Subscription, TaskEscalation,
 };
 
 mod call_state;
@@ -125,6 +125,25 @@ impl Store for SqliteStore {
         now: Timestamp,
     ) -> Result<Reply, StoreError> {
         self.write(|connection| ledger::decide(connection, &pack, caller, &request, now))
+    }
+
+    fn decide_delivery(
+        &self,
+        pack: Arc<Pack>,
+        caller: &str,
+        request: Request,
+        now: Timestamp,
+        delivery: i64,
+        then: &dyn Fn(&Reply) -> DeliveryWrites,
+    ) -> Result<(Reply, DeliveryWrites), StoreError> {
+        self.write(|connection| {
+            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let reply = ledger::decide_in(&tx, &pack, caller, &request, now)?;
+            let writes = then(&reply);
+            effects::write_decided(&tx, delivery, &writes, now)?;
+            tx.commit()?;
+            Ok((reply, writes))
+        })
     }
 
     fn case(

@@ -247,6 +247,7 @@ pub fn purge(connection: &mut Connection, before: Timestamp) -> Result<Purged, S
     let cutoff = millis(before);
     let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
     let attempts = tx.execute("DELETE FROM attempts WHERE at < ?1", params![cutoff])?;
+    fault!("purge.attempts_deleted");
     let reviews = tx.execute(
         "DELETE FROM reviews WHERE resolved_at IS NOT NULL AND resolved_at < ?1",
         params![cutoff],
