@@ -372,7 +372,14 @@ impl Follower {
                         .unwrap_or_else(std::sync::PoisonError::into_inner);
                     let store = self.store.as_ref();
                     let resolved =
-                        calls.resolve(store, id, &resolution, Timestamp::now(), &mut self.position);
+                        crate::journal::resolve(
+                        &mut calls,
+                        store,
+                        id,
+                        &resolution,
+                        Timestamp::now(),
+                        &mut self.position,
+                    );
                     // A refusal (unknown or resolved item) changed nothing; any other failure
                     // may have left the state ahead of the ledger.
                     if matches!(&resolved, Err(e) if !matches!(e, StoreError::NotFound(_) | StoreError::Conflict(_)))
@@ -401,7 +408,12 @@ impl Follower {
                 .calls
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let result = calls.journal(self.store.as_ref(), &events, &mut self.position);
+            let result = crate::journal::journal(
+                &mut calls,
+                self.store.as_ref(),
+                &events,
+                &mut self.position,
+            );
             if result.is_err() {
                 // The state may hold what the ledger did not keep: load it again first.
                 self.stale = true;
@@ -438,6 +450,7 @@ impl Follower {
                 self.position = entry.id;
             }
         }
+        crate::journal::log_notes(&mut calls);
     }
 
     /// After a failed journal transaction, the state is loaded from the ledger again: what it

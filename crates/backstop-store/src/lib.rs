@@ -412,54 +412,10 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     ) -> Result<Vec<NotificationRecord>, StoreError>;
 }
 
+pub use backstop_core::recover::journal::{
+    CallEvent, JournalEntry, JournalWrites, TaskEscalation, TaskReview,
+};
 pub use backstop_core::recover::recovery::{StateKind, StateRow};
-
-/// What applying journal entries asks the journal's transaction to write with them.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct JournalWrites {
-    /// The call-state rows the entries changed.
-    pub rows: Vec<StateRow>,
-    /// Review items to open for tasks' first escalations (each opened unless the task has one
-    /// open already).
-    pub task_reviews: Vec<TaskReview>,
-}
-
-/// A review item to open for a task's escalation.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TaskReview {
-    /// Whose task.
-    pub caller: String,
-    /// What the item carries.
-    pub escalation: TaskEscalation,
-    /// Why, in words (the step's reason).
-    pub reason: String,
-    /// When.
-    pub at: Timestamp,
-}
-
-/// A call-level event and its position in the journal (positions only grow, even across a
-/// purge).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JournalEntry {
-    /// Its position.
-    pub id: i64,
-    /// The event.
-    pub event: CallEvent,
-}
-
-/// One call-level event, as the service journals it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct CallEvent {
-    /// When it happened.
-    pub at: Timestamp,
-    /// Its kind: the server's `journal::Event` has one variant per kind (docs/decisions.md
-    /// lists them). The store keeps it as written and never reads it.
-    pub kind: String,
-    /// The task or tool it concerns, if any.
-    pub subject: String,
-    /// Its body: the kind's fields as JSON, kept as written.
-    pub body: String,
-}
 
 /// What an attempt came to.
 #[derive(Debug, Clone, PartialEq)]
@@ -583,23 +539,6 @@ pub struct ReviewItem {
     /// For a `task` item: the task, tool, class and evidence of the failure that escalated.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub task: Option<TaskEscalation>,
-}
-
-/// What a task's escalation carries to the person it goes to.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct TaskEscalation {
-    /// The task.
-    pub task: String,
-    /// The tool that failed, when named.
-    pub tool: Option<String>,
-    /// The failure's class.
-    pub class: String,
-    /// The classification's evidence (secrets redacted).
-    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
-    pub evidence: serde_json::Value,
-    /// Who it goes to.
-    pub to: String,
 }
 
 /// How a review item was resolved.

@@ -6,12 +6,14 @@
 //! | `backoff` | delays: exponential, jittered, capped, never below a server's hint |
 //! | `breaker` | a circuit breaker per tool |
 //! | `budget` | a retry budget per tool |
-//! | `recovery` | per-task counters in a bounded LRU, turned into the next step |
+//! | `recovery` | per-task counters, turned into the next step; the rows a ledger keeps |
+//! | `journal` | the call journal's events and the call state they build, in journal order |
 //! | `replay` | a recorded trace of call outcomes replayed through the policy, with totals |
 //! | `simulate` | clients contending for one resource: what each backoff kind costs |
 pub mod backoff;
 pub mod breaker;
 pub mod budget;
+pub mod journal;
 pub mod recovery;
 pub mod replay;
 pub mod simulate;

@@ -1,426 +1,91 @@
-//! The call journal: the call-level events every server on a ledger shares, and how they
-//! turn into a recovery's state, kept in the ledger as rows beside it. A server's ledger
-//! thread follows it (see `queue`); the CLI loads it to show or reset a task.
-//!
-//! - `event`: the events, one variant per kind, and their stored form
+//! The call journal on a ledger: the core's call state ([`CallState`], applied in journal
+//! order) kept in step with a [`Store`]. Each function here is one store transaction: events
+//! appended with the rows and review items they change, or a review item resolved with the
+//! reset it asks for. A server's ledger thread follows the journal (see `queue`); the CLI
+//! loads it to show or reset a task.
 
-use std::collections::{HashMap, HashSet, VecDeque};
-
-use backstop_core::recover::recovery::{IDEMPOTENCY_WINDOW, Quota, StateKind, StateRow};
-use backstop_core::recover::strategy::StrategyTable;
-use backstop_core::recover::{Recovery, RecoveryOptions, Step};
-use backstop_store::{CallEvent, JournalEntry, JournalWrites, Store, StoreError, TaskReview};
+use backstop_core::recover::journal::{CorruptRow, own_steps};
+use backstop_store::{CallEvent, JournalEntry, Store, StoreError};
 use jiff::Timestamp;
-use serde::{Deserialize, Serialize};
 
-mod event;
-
+pub use backstop_core::recover::journal::{
+    Applied, CallState, Event, FailureEvent, HINTER_SEED, IdempotencyMark, redacted,
+    strategies_event,
+};
 pub use backstop_core::recover::recovery::{caller_and_task, task_key};
-pub(crate) use event::redacted;
-pub use event::{Event, FailureEvent, IdempotencyMark};
 
-/// The recovery's jitter seed: fixed, so every process replaying the journal gets the same delays.
-pub const HINTER_SEED: u64 = 0x6261_636b_7374_6f70;
-
-/// What an idempotency key answered first.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct Remembered {
-    hash: String,
-    step: Step,
-    at: Timestamp,
+fn corrupt(error: CorruptRow) -> StoreError {
+    StoreError::Corrupt(error.0)
 }
 
-/// The call-level state the journal builds: the recovery, the steps idempotency keys got, and
-/// the strategy files in use. Every change is handed to the ledger as rows ([`CallState::take_rows`]),
-/// written in the transaction of the events that made it, so a restart loads it whole.
-#[derive(Debug)]
-pub struct CallState {
-    /// Task counters, tool breakers and budgets.
-    pub recovery: Recovery,
-    idempotent: HashMap<String, Remembered>,
-    /// Idempotency keys in the order they were first used, to forget each past its window.
-    idempotent_order: VecDeque<(Timestamp, String)>,
-    changed_keys: HashSet<String>,
-    strategies: Vec<(String, String)>,
-    strategies_changed: bool,
-}
-
-/// What applying one event gave.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Applied {
-    /// Not a task's failure: nothing to answer.
-    Nothing,
-    /// A task's failure, counted: its step, and whether it is the task's first escalation
-    /// since its last reset (then a review item is opened for it).
-    Step {
-        /// The step.
-        step: Step,
-        /// The first escalation since the task's last reset.
-        first_escalation: bool,
-    },
-    /// A failure resent with the same idempotency key and request: the first step, nothing
-    /// counted.
-    Replayed(Step),
-    /// A failure whose idempotency key came with another request: nothing counted.
-    Conflict,
-    /// The caller is at its quota of live tasks or tools: nothing counted, nothing dropped.
-    OverQuota(Quota),
-}
-
-impl CallState {
-    /// A state with nothing applied.
-    pub fn new(recovery: Recovery) -> CallState {
-        CallState {
-            recovery,
-            idempotent: HashMap::new(),
-            idempotent_order: VecDeque::new(),
-            changed_keys: HashSet::new(),
-            strategies: Vec::new(),
-            strategies_changed: false,
-        }
-    }
-
-    /// Applies one journaled event, as every process on the ledger does, in journal order. An
-    /// event this build cannot read (a kind it does not know, a body not its kind's) is skipped.
-    pub fn apply(&mut self, stored: &CallEvent) -> Applied {
-        let event = match Event::from_stored(stored) {
-            Ok(event) => event,
-            Err(e) => {
-                tracing::warn!(kind = %stored.kind, error = %e, "an unreadable call event was skipped");
-                return Applied::Nothing;
-            }
-        };
-        let (subject, at) = (stored.subject.as_str(), stored.at);
-        let refused = match event {
-            Event::Failure(failure) => return self.count_failure(*failure, subject, at),
-            Event::Strategies { files } => {
-                self.use_strategies(files);
-                Ok(())
-            }
-            Event::Success { caller, .. } => self
-                .recovery
-                .admit_tool(&caller, subject, at)
-                .map(|()| self.recovery.record_success(subject, at)),
-            Event::ToolFailure { class, caller } => self
-                .recovery
-                .admit_tool(&caller, subject, at)
-                .map(|()| self.recovery.record_failure(subject, class, at)),
-            Event::Grant { .. } => self
-                .recovery
-                .admit(subject, None, at)
-                .map(|()| self.recovery.grant(subject, at)),
-            Event::TaskSuccess {} | Event::TaskReset { .. } => {
-                self.recovery.record_task_success(subject);
-                Ok(())
-            }
-            Event::TaskResetAll { .. } => {
-                self.recovery.reset(subject);
-                Ok(())
-            }
-        };
-        match refused {
-            Ok(()) => Applied::Nothing,
-            Err(quota) => Applied::OverQuota(quota),
-        }
-    }
-
-    /// A task's failure: its step, or the step its idempotency key got first.
-    fn count_failure(&mut self, failure: FailureEvent, task: &str, at: Timestamp) -> Applied {
-        self.forget_keys_before(at);
-        if let Some(mark) = &failure.idempotency
-            && let Some(first) = self.idempotent.get(&mark.key)
-            && at.duration_since(first.at) < IDEMPOTENCY_WINDOW
-        {
-            return if first.hash == mark.hash {
-                Applied::Replayed(first.step.clone())
-            } else {
-                Applied::Conflict
-            };
-        }
-        if let Err(quota) = self
-            .recovery
-            .admit(task, failure.context.tool.as_deref(), at)
-        {
-            return Applied::OverQuota(quota);
-        }
-        let step = self
-            .recovery
-            .next(task, &failure.classification, &failure.context, at);
-        if let Some(mark) = failure.idempotency {
-            self.idempotent_order.push_back((at, mark.key.clone()));
-            self.changed_keys.insert(mark.key.clone());
-            self.idempotent.insert(
-                mark.key,
-                Remembered {
-                    hash: mark.hash,
-                    step: step.clone(),
-                    at,
-                },
-            );
-        }
-        // Decided here, in journal order, so every process agrees which escalation of a
-        // task is its first (and no request handler waits on this state's lock).
-        let first_escalation = step.escalation.is_some() && self.recovery.mark_escalated(task);
-        Applied::Step {
-            step,
-            first_escalation,
-        }
-    }
-
-    /// Forgets the idempotency keys whose window passed before `now`.
-    fn forget_keys_before(&mut self, now: Timestamp) {
-        while let Some((at, _)) = self.idempotent_order.front() {
-            if *at + IDEMPOTENCY_WINDOW > now {
-                break;
-            }
-            let Some((at, key)) = self.idempotent_order.pop_front() else {
-                break;
-            };
-            if self.idempotent.get(&key).is_some_and(|r| r.at == at) {
-                self.idempotent.remove(&key);
-                self.changed_keys.insert(key);
-            }
-        }
-    }
-
-    /// Takes up the strategy files a server journaled at its start or reload: from here on in
-    /// the journal, every process uses them.
-    fn use_strategies(&mut self, files: Vec<(String, String)>) {
-        match crate::catalog::strategy_table(&files) {
-            Ok(table) => {
-                self.recovery.set_table(table);
-                self.strategies = files;
-                self.strategies_changed = true;
-            }
-            Err(issues) => {
-                let listed: Vec<String> = issues.iter().map(ToString::to_string).collect();
-                tracing::error!(issues = %listed.join("; "), "journaled strategies refused; the ones in use stay");
-            }
-        }
-    }
-
-    /// Applies events another process journaled (catching up, or ahead of this process's own
-    /// in a journal transaction): their rows are that process's to write, and were written in
-    /// its transaction, so what they change is not recorded as rows to write here.
-    pub fn apply_theirs(&mut self, stored: &CallEvent) -> Applied {
-        let held = self.recovery.hold_changes();
-        let keys = std::mem::take(&mut self.changed_keys);
-        let strategies = self.strategies_changed;
-        let applied = self.apply(stored);
-        self.recovery.restore_changes(held);
-        self.changed_keys = keys;
-        self.strategies_changed = strategies;
-        applied
-    }
-
-    /// The rows changed since they were last taken, as the ledger keeps them.
-    pub fn take_rows(&mut self) -> Vec<StateRow> {
-        let mut rows = self.recovery.take_changes();
-        for key in std::mem::take(&mut self.changed_keys) {
-            let remembered = self.idempotent.get(&key);
-            rows.push(StateRow {
-                kind: StateKind::Idempotency,
-                caller: caller_and_task(&key).0.to_owned(),
-                body: remembered.and_then(|r| serde_json::to_string(r).ok()),
-                expires: remembered.map(|r| r.at + IDEMPOTENCY_WINDOW),
-                key,
-            });
-        }
-        if std::mem::take(&mut self.strategies_changed) {
-            rows.push(StateRow {
-                kind: StateKind::Strategies,
-                key: String::new(),
-                caller: String::new(),
-                body: serde_json::to_string(&self.strategies).ok(),
-                expires: None,
-            });
-        }
-        rows
-    }
-
-    /// The state the ledger keeps: its rows taken up (strategies first, so the tasks and tools
-    /// are read under the table they were kept under).
-    ///
-    /// # Errors
-    /// A row is not its kind's JSON.
-    fn restore(&mut self, rows: &[StateRow]) -> Result<(), StoreError> {
-        let corrupt = |row: &StateRow, e: &dyn std::fmt::Display| {
-            StoreError::Corrupt(format!(
-                "the call state's {} row `{}`: {e}",
-                row.kind.as_str(),
-                row.key
-            ))
-        };
-        for row in rows.iter().filter(|r| r.kind == StateKind::Strategies) {
-            let files: Vec<(String, String)> =
-                serde_json::from_str(row.body.as_deref().unwrap_or("[]"))
-                    .map_err(|e| corrupt(row, &e))?;
-            self.use_strategies(files);
-        }
-        for row in rows {
-            match row.kind {
-                StateKind::Task | StateKind::Tool => {
-                    self.recovery.restore(row).map_err(|e| corrupt(row, &e))?;
-                }
-                StateKind::Idempotency => {
-                    let remembered: Remembered =
-                        serde_json::from_str(row.body.as_deref().unwrap_or(""))
-                            .map_err(|e| corrupt(row, &e))?;
-                    self.idempotent_order
-                        .push_back((remembered.at, row.key.clone()));
-                    self.idempotent.insert(row.key.clone(), remembered);
-                }
-                StateKind::Strategies => {}
-            }
-        }
-        self.idempotent_order.make_contiguous().sort();
-        // What was just read is what the ledger holds: nothing to write back.
-        self.recovery.take_changes();
-        self.changed_keys.clear();
-        self.strategies_changed = false;
-        Ok(())
-    }
-
-    /// Journals `events` after `position` and applies every event the journal hands back (other
-    /// processes' too), writing the changed rows, and a review item for each of the new events
-    /// that is its task's first escalation, in the same transaction: what each of the new
-    /// events gave, and the new position.
-    ///
-    /// # Errors
-    /// The ledger failed; then this state may be ahead of it and must be loaded again.
-    pub fn journal(
-        &mut self,
-        store: &dyn Store,
-        events: &[CallEvent],
-        position: &mut i64,
-    ) -> Result<Vec<Applied>, StoreError> {
-        let mut applied = Vec::new();
-        let mut reached = *position;
-        let entries = store.journal(events, *position, &mut |entries: &[JournalEntry]| {
-            self.follow(entries, events.len(), &mut reached, &mut applied)
-        })?;
-        *position = reached;
-        own_steps(applied, entries.len(), events.len())
-    }
-
-    /// Resolves review item `id` and, in the same transaction, journals the reset a task
-    /// item's `retry` asks for (applied as [`CallState::journal`] applies events): the item,
-    /// and the new position.
-    ///
-    /// # Errors
-    /// As [`Store::resolve_review_journaled`]; then this state may be ahead of the ledger and
-    /// must be loaded again.
-    pub fn resolve(
-        &mut self,
-        store: &dyn Store,
-        id: i64,
-        resolution: &backstop_store::Resolution,
-        now: Timestamp,
-        position: &mut i64,
-    ) -> Result<backstop_store::ReviewItem, StoreError> {
-        let own = std::cell::Cell::new(0);
-        let then = |item: &backstop_store::ReviewItem| {
-            let events: Vec<CallEvent> = task_review_reset(item, &resolution.by)
-                .into_iter()
-                .collect();
-            own.set(events.len());
-            events
-        };
-        let mut applied = Vec::new();
-        let mut reached = *position;
-        let (item, _) = store.resolve_review_journaled(
-            id,
-            resolution,
-            now,
-            &then,
-            *position,
-            &mut |entries: &[JournalEntry]| {
-                self.follow(entries, own.get(), &mut reached, &mut applied)
-            },
-        )?;
-        *position = reached;
-        Ok(item)
-    }
-
-    /// Applies the entries past `reached` (the last `own` of them are this process's new
-    /// events, whose first escalations open review items): what the journal's transaction
-    /// writes with them.
-    fn follow(
-        &mut self,
-        entries: &[JournalEntry],
-        own: usize,
-        reached: &mut i64,
-        applied: &mut Vec<Applied>,
-    ) -> JournalWrites {
-        // Only this process's new events open review items here (another process opened
-        // theirs in their own transaction).
-        let own_from = entries.len().saturating_sub(own);
-        let mut task_reviews = Vec::new();
-        for (i, entry) in entries.iter().enumerate() {
-            if entry.id <= *reached {
-                applied.push(Applied::Nothing);
-                continue;
-            }
-            let outcome = if i >= own_from {
-                self.apply(&entry.event)
-            } else {
-                self.apply_theirs(&entry.event)
-            };
-            if i >= own_from
-                && let Some(review) = first_escalation_review(&entry.event, &outcome)
-            {
-                task_reviews.push(review);
-            }
-            applied.push(outcome);
-            *reached = entry.id;
-        }
-        JournalWrites {
-            rows: self.take_rows(),
-            task_reviews,
-        }
+/// Logs what applying events left to say (events skipped, strategies refused).
+pub fn log_notes(calls: &mut CallState) {
+    for note in calls.take_notes() {
+        tracing::warn!(%note, "call journal");
     }
 }
 
-/// What the last `own` of `total` entries gave.
-fn own_steps(
-    mut applied: Vec<Applied>,
-    total: usize,
-    own: usize,
+/// Journals `events` after `position` and applies every event the journal hands back (other
+/// processes' too), writing the changed rows, and a review item for each of the new events
+/// that is its task's first escalation, in the same transaction: what each of the new
+/// events gave, and the new position.
+///
+/// # Errors
+/// The ledger failed; then this state may be ahead of it and must be loaded again.
+pub fn journal(
+    calls: &mut CallState,
+    store: &dyn Store,
+    events: &[CallEvent],
+    position: &mut i64,
 ) -> Result<Vec<Applied>, StoreError> {
-    let from = total.checked_sub(own).ok_or_else(|| {
-        StoreError::Corrupt("the journal returned fewer events than it took".to_owned())
+    let mut applied = Vec::new();
+    let mut reached = *position;
+    let entries = store.journal(events, *position, &mut |entries: &[JournalEntry]| {
+        calls.follow(entries, events.len(), &mut reached, &mut applied)
     })?;
-    Ok(applied.split_off(from.min(applied.len())))
+    *position = reached;
+    log_notes(calls);
+    own_steps(applied, entries.len(), events.len()).map_err(corrupt)
 }
 
-/// The review item a task's failure opens when applying it gave the task's first escalation.
-fn first_escalation_review(stored: &CallEvent, applied: &Applied) -> Option<TaskReview> {
-    let Applied::Step {
-        step,
-        first_escalation: true,
-    } = applied
-    else {
-        return None;
+/// Resolves review item `id` and, in the same transaction, journals the reset a task
+/// item's `retry` asks for (applied as [`journal`] applies events): the item,
+/// and the new position.
+///
+/// # Errors
+/// As [`Store::resolve_review_journaled`]; then this state may be ahead of the ledger and
+/// must be loaded again.
+pub fn resolve(
+    calls: &mut CallState,
+    store: &dyn Store,
+    id: i64,
+    resolution: &backstop_store::Resolution,
+    now: Timestamp,
+    position: &mut i64,
+) -> Result<backstop_store::ReviewItem, StoreError> {
+    let own = std::cell::Cell::new(0);
+    let then = |item: &backstop_store::ReviewItem| {
+        let events: Vec<CallEvent> = task_review_reset(item, &resolution.by)
+            .into_iter()
+            .collect();
+        own.set(events.len());
+        events
     };
-    let escalation = step.escalation.as_ref()?;
-    let Ok(Event::Failure(failure)) = Event::from_stored(stored) else {
-        return None;
-    };
-    let (caller, task) = caller_and_task(&stored.subject);
-    Some(TaskReview {
-        caller: caller.to_owned(),
-        escalation: failure.escalation(task, &escalation.to),
-        reason: step.reason.clone(),
-        at: stored.at,
-    })
-}
-
-/// The event that puts `files` in use for every process on the ledger.
-pub fn strategies_event(files: &[(String, String)], at: Timestamp) -> CallEvent {
-    Event::Strategies {
-        files: files.to_vec(),
-    }
-    .to_stored(at, String::new())
+    let mut applied = Vec::new();
+    let mut reached = *position;
+    let (item, _) = store.resolve_review_journaled(
+        id,
+        resolution,
+        now,
+        &then,
+        *position,
+        &mut |entries: &[JournalEntry]| {
+            calls.follow(entries, own.get(), &mut reached, &mut applied)
+        },
+    )?;
+    *position = reached;
+    log_notes(calls);
+    Ok(item)
 }
 
 /// The call state the ledger keeps (over the built-in strategies until a journaled table
@@ -430,15 +95,15 @@ pub fn strategies_event(files: &[(String, String)], at: Timestamp) -> CallEvent 
 /// # Errors
 /// The ledger failed, or a kept row is not its kind's JSON.
 pub fn load(store: &dyn Store) -> Result<(CallState, i64), StoreError> {
-    let options = RecoveryOptions { seed: HINTER_SEED };
-    let mut state = CallState::new(Recovery::new(StrategyTable::builtin(), options));
+    let mut state = CallState::builtin();
     let (rows, mut position) = store.call_state()?;
-    state.restore(&rows)?;
+    state.restore(&rows).map_err(corrupt)?;
     let entries = store.journal_after(position)?;
     for entry in &entries {
         state.apply(&entry.event);
         position = entry.id;
     }
+    log_notes(&mut state);
     tracing::info!(
         rows = rows.len(),
         events = entries.len(),
@@ -454,7 +119,7 @@ pub fn load(store: &dyn Store) -> Result<(CallState, i64), StoreError> {
 /// The ledger failed.
 pub fn journal_once(store: &dyn Store, events: &[CallEvent]) -> Result<CallState, StoreError> {
     let (mut state, mut position) = load(store)?;
-    state.journal(store, events, &mut position)?;
+    journal(&mut state, store, events, &mut position)?;
     Ok(state)
 }
 
@@ -470,7 +135,7 @@ pub fn resolve_once(
     now: Timestamp,
 ) -> Result<backstop_store::ReviewItem, StoreError> {
     let (mut state, mut position) = load(store)?;
-    state.resolve(store, id, resolution, now, &mut position)
+    resolve(&mut state, store, id, resolution, now, &mut position)
 }
 
 /// The decision on a task's review item that lets its agent try again.
@@ -487,213 +152,4 @@ pub fn task_review_reset(item: &backstop_store::ReviewItem, by: &str) -> Option<
         };
         event.to_stored(decided.at, task_key(&item.caller, &item.case_id))
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::event::tests::{STORED, stored};
-    use super::*;
-    use backstop_core::Class;
-    use backstop_core::recover::breaker::BreakerState;
-    use jiff::SignedDuration;
-
-    #[test]
-    fn a_journal_stored_before_the_enum_replays() {
-        let options = RecoveryOptions { seed: HINTER_SEED };
-        let mut calls = CallState::new(Recovery::new(StrategyTable::builtin(), options));
-        let task = |name: &str| task_key("research-agent", name);
-        let view =
-            |calls: &CallState, name: &str| calls.recovery.task_view(&task(name), stored(0).at);
-        let mut first_step = None;
-        for (n, (kind, _, _)) in STORED.iter().enumerate() {
-            let applied = calls.apply(&stored(n));
-            match &applied {
-                Applied::Step { step, .. } => {
-                    assert_eq!(*kind, "failure", "row {n}");
-                    first_step.get_or_insert_with(|| step.clone());
-                }
-                Applied::Nothing => assert_ne!(*kind, "failure", "row {n}"),
-                other => panic!("row {n}: {other:?}"),
-            }
-            match n {
-                // The strategies journaled set 8 attempts a task (12 built in).
-                0 => assert_eq!(view(&calls, "t1").task_max, 8),
-                3 => assert_eq!(
-                    view(&calls, "t2").stopped_by.as_deref(),
-                    Some("a policy denial of shell")
-                ),
-                8 => assert_eq!(view(&calls, "t1").operator_grants, 1),
-                10 => assert_eq!(view(&calls, "t1").operator_grants, 0),
-                11 => assert!(matches!(
-                    applied,
-                    Applied::Step {
-                        first_escalation: true,
-                        ..
-                    }
-                )),
-                15 => assert_eq!(view(&calls, "t2").stopped_by, None),
-                _ => {}
-            }
-        }
-        // One failure, one success and two failures reported for the tool.
-        let (breaker, _) = calls.recovery.tool_views("search", stored(16).at).unwrap();
-        assert_eq!((breaker.calls, breaker.failures), (4, 3));
-        // The first failure's idempotency key is remembered: a resend gets its step.
-        let resend = CallEvent {
-            at: stored(16).at,
-            ..stored(1)
-        };
-        assert_eq!(calls.apply(&resend), Applied::Replayed(first_step.unwrap()));
-        // The review item's `retry` reset the task: its next escalation is a first again.
-        let again = CallEvent {
-            at: stored(16).at,
-            ..stored(11)
-        };
-        assert!(matches!(
-            calls.apply(&again),
-            Applied::Step {
-                first_escalation: true,
-                ..
-            }
-        ));
-    }
-
-    /// A failure event of `caller`'s `task` with `tool`, under an idempotency key.
-    fn keyed_failure(caller: &str, task: &str, key: &str, at: Timestamp) -> CallEvent {
-        static CLASSIFIED: std::sync::LazyLock<backstop_core::classify::Classification> =
-            std::sync::LazyLock::new(|| {
-                backstop_core::classify::classify(
-                    &backstop_core::classify::RuleSet::builtin(),
-                    &backstop_core::report::Report::from_json(r#"{"http_status": 503}"#).unwrap(),
-                    Timestamp::UNIX_EPOCH,
-                )
-            });
-        let classification = CLASSIFIED.clone();
-        let context = backstop_core::recover::Context {
-            tool: Some("search".to_owned()),
-            ..Default::default()
-        };
-        let mark = IdempotencyMark {
-            key: task_key(caller, key),
-            hash: "h".to_owned(),
-        };
-        Event::Failure(Box::new(redacted(classification, context, Some(mark))))
-            .to_stored(at, task_key(caller, task))
-    }
-
-    /// The state loaded from the rows `from` handed over so far.
-    fn reloaded(rows: &[StateRow]) -> CallState {
-        let options = RecoveryOptions { seed: HINTER_SEED };
-        let mut calls = CallState::new(Recovery::new(StrategyTable::builtin(), options));
-        calls.restore(rows).unwrap();
-        calls
-    }
-
-    /// Rows as the ledger keeps them: the last write of each, deletions applied.
-    fn kept(
-        rows: Vec<StateRow>,
-        into: &mut std::collections::BTreeMap<(StateKind, String), StateRow>,
-    ) {
-        for row in rows {
-            let key = (row.kind, row.key.clone());
-            if row.body.is_some() {
-                into.insert(key, row);
-            } else {
-                into.remove(&key);
-            }
-        }
-    }
-
-    #[test]
-    fn an_idempotency_key_outlives_a_flood_of_other_keys_and_a_restart() {
-        let options = RecoveryOptions { seed: HINTER_SEED };
-        let mut calls = CallState::new(Recovery::new(StrategyTable::builtin(), options));
-        let start = stored(0).at;
-        let Applied::Step { step: first, .. } = calls.apply(&keyed_failure("a", "t", "k-1", start))
-        else {
-            panic!("counted")
-        };
-        // More keys than the old shared list held (16,384), from another caller.
-        for i in 0..16_500 {
-            calls.apply(&keyed_failure(
-                "b",
-                &format!("t{}", i % 50),
-                &format!("k{i}"),
-                start,
-            ));
-        }
-        let resend = keyed_failure("a", "t", "k-1", start + SignedDuration::from_hours(1));
-        assert_eq!(calls.apply(&resend), Applied::Replayed(first.clone()));
-        let mut rows = std::collections::BTreeMap::new();
-        kept(calls.take_rows(), &mut rows);
-        let rows: Vec<StateRow> = rows.into_values().collect();
-        let mut restarted = reloaded(&rows);
-        assert_eq!(restarted.apply(&resend), Applied::Replayed(first));
-        // Past its window the key is forgotten, and its row deleted.
-        let late = keyed_failure("a", "t", "k-1", start + IDEMPOTENCY_WINDOW);
-        assert!(matches!(restarted.apply(&late), Applied::Step { .. }));
-    }
-
-    #[test]
-    fn an_open_breaker_outlives_a_flood_of_tool_names_and_a_restart() {
-        let options = RecoveryOptions { seed: HINTER_SEED };
-        let mut calls = CallState::new(Recovery::new(StrategyTable::builtin(), options));
-        let at = stored(0).at;
-        let outcome = |caller: &str, tool: &str| {
-            Event::ToolFailure {
-                class: Class::Transient,
-                caller: caller.to_owned(),
-            }
-            .to_stored(at, tool.to_owned())
-        };
-        for _ in 0..20 {
-            calls.apply(&outcome("a", "search"));
-        }
-        let open = |calls: &CallState| {
-            calls
-                .recovery
-                .tool_views("search", at)
-                .map(|(breaker, _)| breaker.state)
-        };
-        assert_eq!(open(&calls), Some(BreakerState::Open));
-        let mut refused = 0;
-        for i in 0..20_000 {
-            if let Applied::OverQuota(_) = calls.apply(&outcome("b", &format!("tool-{i}"))) {
-                refused += 1;
-            }
-        }
-        let quota = StrategyTable::builtin().limits.tools;
-        assert_eq!(
-            refused,
-            20_000 - quota,
-            "the flooder is refused past its quota"
-        );
-        assert_eq!(
-            open(&calls),
-            Some(BreakerState::Open),
-            "the breaker stays open"
-        );
-        let mut rows = std::collections::BTreeMap::new();
-        kept(calls.take_rows(), &mut rows);
-        let rows: Vec<StateRow> = rows.into_values().collect();
-        assert_eq!(open(&reloaded(&rows)), Some(BreakerState::Open));
-    }
-
-    #[test]
-    fn an_unreadable_event_is_skipped_and_changes_nothing() {
-        let options = RecoveryOptions { seed: HINTER_SEED };
-        let mut calls = CallState::new(Recovery::new(StrategyTable::builtin(), options));
-        for (kind, body) in [("meteor", "{}"), ("failure", "{}"), ("grant", "")] {
-            let event = CallEvent {
-                kind: kind.to_owned(),
-                body: body.to_owned(),
-                ..stored(8)
-            };
-            assert_eq!(calls.apply(&event), Applied::Nothing);
-        }
-        let view = calls
-            .recovery
-            .task_view(&task_key("research-agent", "t1"), stored(8).at);
-        assert_eq!((view.task_used, view.operator_grants), (0, 0));
-    }
 }

@@ -8,10 +8,10 @@
 
 use std::borrow::Cow;
 
-use backstop_core::Class;
-use backstop_core::classify::Classification;
-use backstop_core::recover::Context;
-use backstop_store::{CallEvent, TaskEscalation};
+use super::{CallEvent, TaskEscalation};
+use crate::Class;
+use crate::classify::Classification;
+use crate::recover::Context;
 use jiff::Timestamp;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
@@ -84,16 +84,18 @@ pub enum Event {
 /// their free text, and the idempotency key it came with.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FailureEvent {
-    pub(crate) classification: Classification,
-    pub(crate) context: Context,
+    /// The failure's classification (evidence values redacted).
+    pub classification: Classification,
+    /// The call's context (its error text redacted).
+    pub context: Context,
     /// The caller's `Idempotency-Key` and the request's hash, when it sent one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) idempotency: Option<IdempotencyMark>,
+    pub idempotency: Option<IdempotencyMark>,
 }
 
 impl FailureEvent {
     /// What a review item for this failure's escalation carries.
-    pub(crate) fn escalation(&self, task: &str, to: &str) -> TaskEscalation {
+    pub fn escalation(&self, task: &str, to: &str) -> TaskEscalation {
         TaskEscalation {
             task: task.to_owned(),
             tool: self.context.tool.clone(),
@@ -107,19 +109,19 @@ impl FailureEvent {
 /// An idempotency key (scoped to its caller) and the hash of the request that first used it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 pub struct IdempotencyMark {
-    /// `caller` and the key, as [`super::task_key`] joins them.
+    /// `caller` and the key, as [`crate::recover::recovery::task_key`] joins them.
     pub key: String,
     /// The SHA-256 of the request body, in hex.
     pub hash: String,
 }
 
 /// What is journaled of a failure, with secrets taken out of its free text.
-pub(crate) fn redacted(
+pub fn redacted(
     mut classification: Classification,
     mut context: Context,
     idempotency: Option<IdempotencyMark>,
 ) -> FailureEvent {
-    use backstop_core::redact::redact;
+    use crate::redact::redact;
     for evidence in &mut classification.evidence {
         evidence.value = redact(&evidence.value).0;
     }
@@ -143,11 +145,9 @@ struct Stored<'a> {
 impl Event {
     /// The event as the store journals it: at `at`, about `subject`.
     pub fn to_stored(&self, at: Timestamp, subject: String) -> CallEvent {
-        let (kind, body) = self.kind_and_body().unwrap_or_else(|e| {
-            // Never: every key is a string. Journaled as it stands, every process skips it.
-            tracing::error!(error = %e, "a call event could not be written as JSON");
-            (String::new(), String::new())
-        });
+        // Never fails: every key is a string. Were it to, the event is journaled with no kind
+        // and every process skips it.
+        let (kind, body) = self.kind_and_body().unwrap_or_default();
         CallEvent {
             at,
             kind,
@@ -192,7 +192,7 @@ pub(super) mod tests {
     /// Every kind as the service stored it before the enum, `(kind, subject, body)` in journal
     /// order: read from the ledger of a server (and `backstop task reset`, `backstop review
     /// resolve`) that took each route that journals. The strategies file is cut short.
-    pub(in crate::journal) const STORED: [(&str, &str, &str); 17] = [
+    pub(in crate::recover::journal) const STORED: [(&str, &str, &str); 17] = [
         (
             "strategies",
             "",
@@ -261,7 +261,7 @@ pub(super) mod tests {
     ];
 
     /// The `n`th stored event, `n` seconds into a day.
-    pub(in crate::journal) fn stored(n: usize) -> CallEvent {
+    pub(in crate::recover::journal) fn stored(n: usize) -> CallEvent {
         let (kind, subject, body) = STORED[n];
         let start: Timestamp = "2026-12-02T08:00:00Z".parse().unwrap();
         CallEvent {
@@ -430,7 +430,7 @@ pub(super) mod tests {
             "every kind has a stored form: {kinds:?}"
         );
         // docs/decisions.md lists the kinds in a table, one row each, the kind first.
-        let decisions = include_str!("../../../../docs/decisions.md");
+        let decisions = include_str!("../../../../../docs/decisions.md");
         let section = decisions
             .split("\n### ")
             .find(|s| s.starts_with("The call journal's events"))
