@@ -2,7 +2,7 @@
 //! journal's advisory lock, taken by `backstop_journal`) and state rows written in one
 //! transaction, and the state read back whole with its position under the same lock.
 
-use postgres::Client;
+use postgres::{Client, SimpleQueryMessage};
 
 use super::connection::Session;
 use super::queries::entries;
@@ -16,15 +16,131 @@ const JOURNAL_LOCK: &str = "SELECT pg_advisory_xact_lock(hashtextextended('backs
 /// returns and the position, in one transaction holding the journal's lock: ids are taken
 /// and committed in lock order, so the journal has one order across processes and a reader
 /// never sees an event before an earlier one commits.
+///
+/// Two round trips where nothing else is asked: `BEGIN` with the append (which takes the lock),
+/// then the rows, the position and `COMMIT`, each one simple-protocol query with its values as
+/// escaped literals. The lock is so held for one round trip, not three. A first escalation's
+/// review item is opened on the extended protocol, in the same transaction.
 pub fn journal(
     session: &mut Session,
     events: &[CallEvent],
     after: i64,
     follow: &mut dyn FnMut(&[JournalEntry]) -> JournalWrites,
 ) -> Result<Vec<JournalEntry>, StoreError> {
-    let mut tx = session.client.transaction()?;
-    let entries = journal_in(&mut tx, &session.journal, events, after, follow)?;
-    tx.commit()?;
+    let mut open = Open {
+        client: &mut session.client,
+        ended: false,
+    };
+    let at: Vec<String> = events
+        .iter()
+        .map(|e| e.at.as_millisecond().to_string())
+        .collect();
+    let append = format!(
+        "BEGIN; SELECT id, at, kind, subject, body FROM backstop_journal({}::BIGINT[], {}, {}, {}, {after})",
+        array(&at),
+        text_array(events.iter().map(|e| e.kind.as_str())),
+        text_array(events.iter().map(|e| e.subject.as_str())),
+        text_array(events.iter().map(|e| e.body.as_str())),
+    );
+    let entries = text_entries(&open.client.simple_query(&append)?)?;
+    fault!("journal.appended");
+    let writes = follow(&entries);
+    let position = entries.last().map_or(0, |last| last.id);
+    let (kept, gone): (Vec<&StateRow>, Vec<&StateRow>) =
+        writes.rows.iter().partition(|row| row.body.is_some());
+    let expires: Vec<String> = kept
+        .iter()
+        .map(|r| {
+            r.expires
+                .map_or("NULL".to_owned(), |t| t.as_millisecond().to_string())
+        })
+        .collect();
+    let write_state = format!(
+        "SELECT backstop_write_state({}, {}, {}, {}, {}::BIGINT[], {}, {}, {position})",
+        text_array(kept.iter().map(|r| r.kind.as_str())),
+        text_array(kept.iter().map(|r| r.key.as_str())),
+        text_array(kept.iter().map(|r| r.caller.as_str())),
+        text_array(kept.iter().map(|r| r.body.as_deref().unwrap_or(""))),
+        array(&expires),
+        text_array(gone.iter().map(|r| r.kind.as_str())),
+        text_array(gone.iter().map(|r| r.key.as_str())),
+    );
+    if writes.task_reviews.is_empty() {
+        open.client
+            .simple_query(&format!("{write_state}; COMMIT"))?;
+        open.ended = true;
+        return Ok(entries);
+    }
+    open.client.simple_query(&write_state)?;
+    fault!("journal.rows_written");
+    for review in &writes.task_reviews {
+        super::queries::open_task_review_in(
+            open.client,
+            &review.caller,
+            &review.escalation,
+            &review.reason,
+            review.at,
+        )?;
+    }
+    fault!("journal.reviews_opened");
+    open.client.batch_execute("COMMIT")?;
+    open.ended = true;
+    Ok(entries)
+}
+
+/// A transaction begun by hand: rolled back when dropped before its `COMMIT` (a failure, a
+/// fault, a panic), so the connection is never left inside it.
+struct Open<'a> {
+    client: &'a mut Client,
+    ended: bool,
+}
+
+impl Drop for Open<'_> {
+    fn drop(&mut self) {
+        if !self.ended {
+            // A cut connection cannot roll back, and needs not: the server did.
+            let _ = self.client.batch_execute("ROLLBACK");
+        }
+    }
+}
+
+/// `ARRAY[...]` of SQL values written as they are (numbers, `NULL`); `'{}'` when empty.
+fn array(values: &[String]) -> String {
+    if values.is_empty() {
+        "'{}'".to_owned()
+    } else {
+        format!("ARRAY[{}]", values.join(","))
+    }
+}
+
+/// A `TEXT[]` of escaped literals (libpq's quoting: safe whatever the server's settings).
+fn text_array<'a>(values: impl Iterator<Item = &'a str>) -> String {
+    let literals: Vec<String> = values
+        .map(postgres_protocol::escape::escape_literal)
+        .collect();
+    format!("{}::TEXT[]", array(&literals))
+}
+
+/// The journal entries a simple-protocol query returned, read from their text.
+fn text_entries(messages: &[SimpleQueryMessage]) -> Result<Vec<JournalEntry>, StoreError> {
+    let unreadable = || StoreError::Corrupt("the journal returned an unreadable row".to_owned());
+    let mut entries = Vec::new();
+    for message in messages {
+        let SimpleQueryMessage::Row(row) = message else {
+            continue;
+        };
+        let text = |i: usize| row.get(i).ok_or_else(unreadable);
+        let number = |i: usize| text(i)?.parse::<i64>().map_err(|_| unreadable());
+        entries.push(JournalEntry {
+            id: number(0)?,
+            event: CallEvent {
+                at: crate::codec::timestamp(number(1)?)?,
+                kind: text(2)?.to_owned(),
+                subject: text(3)?.to_owned(),
+                body: text(4)?.to_owned(),
+            },
+        });
+    }
     Ok(entries)
 }
 

@@ -1,7 +1,7 @@
 //! Cases, review items, call events and the retention purge, in `PostgreSQL`.
 
 use jiff::Timestamp;
-use postgres::{Client, Row, Statement};
+use postgres::{Client, GenericClient, Row, Statement};
 
 use super::ledger::attempts;
 use super::uint;
@@ -240,18 +240,8 @@ impl JournalStatements {
                 "SELECT id, at, kind, subject, body FROM backstop_journal($1, $2, $3, $4, $5)",
             )?,
             write_state: client.prepare(
-                "WITH kept AS (
-                   INSERT INTO call_state (kind, key, caller, body, expires)
-                   SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[])
-                   ON CONFLICT (kind, key) DO UPDATE
-                     SET caller = excluded.caller, body = excluded.body, expires = excluded.expires
-                   RETURNING 1
-                 ), gone AS (
-                   DELETE FROM call_state c USING unnest($6::text[], $7::text[]) AS g(kind, key)
-                   WHERE c.kind = g.kind AND c.key = g.key
-                   RETURNING 1
-                 )
-                 UPDATE call_position SET position = GREATEST(position, $8::bigint) WHERE id = 1",
+                "SELECT backstop_write_state($1::TEXT[], $2::TEXT[], $3::TEXT[], $4::TEXT[],
+                                             $5::BIGINT[], $6::TEXT[], $7::TEXT[], $8::BIGINT)",
             )?,
         })
     }
@@ -327,7 +317,7 @@ pub fn open_task_review(
 
 /// [`open_task_review`] inside a transaction the caller commits (the journal's, say).
 pub fn open_task_review_in(
-    tx: &mut postgres::Transaction<'_>,
+    tx: &mut impl GenericClient,
     caller: &str,
     escalation: &TaskEscalation,
     reason: &str,

@@ -5,7 +5,7 @@ use postgres::Client;
 use crate::StoreError;
 
 /// The migrations, in order; the same tables as the `SQLite` store's.
-const MIGRATIONS: [&str; 7] = [
+const MIGRATIONS: [&str; 8] = [
     r"
 CREATE TABLE cases (
     caller       TEXT    NOT NULL,
@@ -210,6 +210,25 @@ CREATE TABLE secrets (
     value      TEXT   NOT NULL,
     created_at BIGINT NOT NULL
 );
+",
+    // What a journal transaction writes beside its events, in one call: the call-state rows
+    // kept, the rows gone, and the position they reflect (the journal sends it with COMMIT in
+    // one round trip; see `call_state.rs`).
+    r"
+CREATE FUNCTION backstop_write_state(p_kind TEXT[], p_key TEXT[], p_caller TEXT[], p_body TEXT[],
+                                     p_expires BIGINT[], p_gone_kind TEXT[], p_gone_key TEXT[],
+                                     p_position BIGINT)
+RETURNS VOID
+LANGUAGE sql VOLATILE
+AS $$
+    INSERT INTO call_state (kind, key, caller, body, expires)
+        SELECT * FROM unnest(p_kind, p_key, p_caller, p_body, p_expires)
+        ON CONFLICT (kind, key) DO UPDATE
+            SET caller = excluded.caller, body = excluded.body, expires = excluded.expires;
+    DELETE FROM call_state c USING unnest(p_gone_kind, p_gone_key) AS g(kind, key)
+        WHERE c.kind = g.kind AND c.key = g.key;
+    UPDATE call_position SET position = GREATEST(position, p_position) WHERE id = 1;
+$$;
 ",
 ];
 

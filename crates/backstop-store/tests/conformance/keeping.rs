@@ -423,3 +423,36 @@ fn retry_by_dana() -> backstop_store::Resolution {
         note: None,
     }
 }
+
+/// An event's text and a row's text come back byte for byte, whatever they hold (quotes,
+/// backslashes, dollar quotes, control characters but NUL, any script): the `PostgreSQL` journal
+/// sends them as escaped literals.
+pub fn journaled_text_comes_back_byte_for_byte(store: &dyn Store) {
+    use backstop_store::{CallEvent, JournalWrites, StateKind, StateRow};
+    let awkward = "it's a \\\"test\\\" $$ $x$ '' \\x00 \u{1f}\t\n\r\u{7f} ünïcødé 日本 🦀 E'\\\\'";
+    let event = CallEvent {
+        at: at(0),
+        kind: "failure".to_owned(),
+        subject: format!("agent-a\u{1f}{awkward}"),
+        body: serde_json::json!({"error": awkward}).to_string(),
+    };
+    let row = StateRow {
+        kind: StateKind::Task,
+        key: format!("agent-a\u{1f}{awkward}"),
+        caller: "agent-a".to_owned(),
+        body: Some(serde_json::json!({"note": awkward}).to_string()),
+        expires: Some(at(60)),
+    };
+    let entries = store
+        .journal(std::slice::from_ref(&event), 0, &mut |_| JournalWrites {
+            rows: vec![row.clone()],
+            task_reviews: Vec::new(),
+        })
+        .unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].event, event);
+    assert_eq!(store.journal_after(0).unwrap()[0].event, event);
+    let (rows, position) = store.call_state().unwrap();
+    assert_eq!(rows, vec![row]);
+    assert_eq!(position, entries[0].id);
+}

@@ -60,6 +60,7 @@ macro_rules! conformance_suite {
             keeping::a_journal_transaction_commits_whole_or_not_at_all,
             keeping::a_resolution_and_the_reset_it_asks_commit_together,
             keeping::review_ids_never_repeat_after_a_purge,
+            keeping::journaled_text_comes_back_byte_for_byte,
             lifecycle::a_final_decision_is_never_overwritten,
             lifecycle::a_resolved_case_takes_no_late_result,
             lifecycle::a_reconcile_uses_no_attempt_and_happens_once,

@@ -247,6 +247,7 @@ faults!(
     an_attempt,
     a_delivery_decided,
     a_journal_write,
+    a_journal_write_without_review,
     a_resolution_with_its_reset,
     a_dispatch_of_two_recipients,
     a_purge,

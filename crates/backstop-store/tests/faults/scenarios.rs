@@ -163,6 +163,32 @@ pub fn a_journal_write() -> Workflow {
     }
 }
 
+/// Failures journaled with the rows they change and no review item (on `PostgreSQL` the
+/// path of two round trips: the append, then the rows with the commit).
+pub fn a_journal_write_without_review() -> Workflow {
+    Workflow {
+        points: &["journal.appended"],
+        setup: subscribe_all,
+        run: |store| {
+            let events = [failure_event(), failure_event()];
+            store
+                .journal(&events, 0, &mut |_| JournalWrites {
+                    rows: escalated_writes().rows,
+                    task_reviews: Vec::new(),
+                })
+                .map(|_| ())
+        },
+        check: |store| {
+            let journal = store.journal_after(0).unwrap();
+            assert_eq!(journal.len(), 2);
+            let (rows, position) = store.call_state().unwrap();
+            assert_eq!((rows.len(), position), (1, journal[1].id));
+            assert!(store.reviews(&ReviewFilter::default()).unwrap().is_empty());
+        },
+        resendable: false,
+    }
+}
+
 fn failure_event() -> backstop_store::CallEvent {
     backstop_store::CallEvent {
         at: at(0),
