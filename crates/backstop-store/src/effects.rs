@@ -269,10 +269,21 @@ pub(crate) fn run_dispatch(
     // Kept to the millisecond, as the ledger keeps it: a fresh answer and a later read agree.
     let now = Timestamp::from_millisecond(now.as_millisecond()).unwrap_or(now);
     let mut answers = Vec::new();
+    let batch: Vec<&str> = request
+        .recipients
+        .iter()
+        .map(|r| r.contact.as_str())
+        .collect();
     for recipient in &request.recipients {
-        let answer = match refused_up_front(recipient) {
-            Some(refused) => refused,
-            None => gate_one(tx, pack, caller, request, recipient, context, now)?,
+        let answer = if let Some(refused) = refused_up_front(recipient) {
+            refused
+        } else {
+            let one = Gated {
+                request,
+                recipient,
+                batch: &batch,
+            };
+            gate_one(tx, pack, caller, &one, context, now)?
         };
         answers.push(answer);
         fault!("dispatch.recipient_gated");
@@ -324,7 +335,7 @@ fn permitted_words(
     pack: &Pack,
     mode: DispatchMode,
     live_key: bool,
-    recipient: &Recipient,
+    one: &Gated<'_>,
 ) -> (AnswerKind, String) {
     match mode {
         DispatchMode::Live => (
@@ -333,7 +344,7 @@ fn permitted_words(
         ),
         DispatchMode::Simulated => {
             let policy = pack.dispatch.clone().unwrap_or_default();
-            let why = simulated_because(&policy, live_key, &recipient.contact);
+            let why = simulated_because(&policy, live_key, &one.recipient.contact, one.batch);
             (
                 AnswerKind::Simulated,
                 format!("sent to the simulator: {why}"),
@@ -370,17 +381,24 @@ fn gate_facts(
     Ok((facts, cycle))
 }
 
+/// A recipient on its way through the gate: its request, and every contact of its batch.
+struct Gated<'a> {
+    request: &'a DispatchRequest,
+    recipient: &'a Recipient,
+    batch: &'a [&'a str],
+}
+
 /// One recipient through the gate: its facts loaded, the core's verdict, and a permitted or
 /// simulated dispatch stored under its key.
 fn gate_one(
     tx: &mut impl EffectsTx,
     pack: &Pack,
     caller: &str,
-    request: &DispatchRequest,
-    recipient: &Recipient,
+    one: &Gated<'_>,
     context: DispatchContext,
     now: Timestamp,
 ) -> Result<DispatchAnswer, StoreError> {
+    let (request, recipient) = (one.request, one.recipient);
     let prior = tx.prior(&recipient.key)?;
     let (facts, cycle) = gate_facts(tx, pack, caller, request, recipient, prior.as_ref())?;
     let zone = TimeZone::get(&recipient.time_zone).unwrap_or(TimeZone::UTC);
@@ -388,6 +406,7 @@ fn gate_one(
         pack,
         live_key: context.live_key,
         contact: &recipient.contact,
+        batch: one.batch,
         zone: &zone,
         not_before: request.not_before,
         now,
@@ -396,7 +415,7 @@ fn gate_one(
         Verdict::Permitted(mode) => {
             let record = new_record(pack, caller, request, recipient, prior.as_ref(), mode, now);
             tx.put(&record)?;
-            let (kind, reason) = permitted_words(pack, mode, context.live_key, recipient);
+            let (kind, reason) = permitted_words(pack, mode, context.live_key, one);
             let mut a = blank_answer(recipient, kind, reason);
             a.dispatch = Some(record);
             a

@@ -112,11 +112,30 @@ pub fn attempt(pack: &Pack, state: &CaseState, request: &Request, now: Timestamp
         cited,
         lane_retry,
     };
-    let change = change(state, request, &result, record, open_case);
+    let mut change = change(state, request, &result, record, open_case);
+    change.suppress = suppression(pack, &result);
     Attempted::Counted {
         result: Box::new(result),
         change: Box::new(change),
     }
+}
+
+/// The suppression a result asks for: its effects name [`super::SUPPRESS_CONTACT`]; in the
+/// pack's scope (a case's, by default).
+fn suppression(pack: &Pack, result: &DecisionResult) -> Option<super::SuppressContacts> {
+    if !result.effects.iter().any(|e| e == super::SUPPRESS_CONTACT) {
+        return None;
+    }
+    Some(super::SuppressContacts {
+        scope: pack
+            .dispatch
+            .as_ref()
+            .map_or(crate::pack::SuppressScope::Case, |d| d.suppress_scope),
+        reason: result
+            .outcome
+            .clone()
+            .unwrap_or_else(|| super::SUPPRESS_CONTACT.to_owned()),
+    })
 }
 
 /// A resend: the stored result when the request is the same as the one first sent under its
@@ -247,6 +266,7 @@ fn change(
         }),
         use_review_retry: review_id.filter(|_| lane_retry),
         close_review: review_id.filter(|_| result.status == ResultStatus::Decided),
+        suppress: None,
     }
 }
 
@@ -318,6 +338,7 @@ fn noop(state: &CaseState, request: &Request, case: CaseView, now: Timestamp) ->
         open_review: None,
         use_review_retry: None,
         close_review: None,
+        suppress: None,
     };
     Attempted::Counted {
         result: Box::new(result),

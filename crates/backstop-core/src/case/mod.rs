@@ -166,6 +166,23 @@ pub struct Change {
     pub use_review_retry: Option<i64>,
     /// The open review item this attempt's decision closes.
     pub close_review: Option<i64>,
+    /// The contacts to put on the suppression list: the result's effects name
+    /// `suppress_contact` (a do-not-call answer), so every contact this case was dispatched to
+    /// is suppressed, in the attempt's transaction, whichever route the result came by.
+    pub suppress: Option<SuppressContacts>,
+}
+
+/// The effect that puts a case's contacts on the suppression list.
+pub const SUPPRESS_CONTACT: &str = "suppress_contact";
+
+/// Every contact a case was dispatched to, suppressed for that case or (the pack's
+/// `suppress_scope = "contact"`) for every case of the caller's on the job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SuppressContacts {
+    /// For this case only, or for the caller's every case on the job.
+    pub scope: crate::pack::SuppressScope,
+    /// Why: the result's outcome (`do_not_call`).
+    pub reason: String,
 }
 
 /// A case to create.

@@ -183,6 +183,9 @@ pub struct GateInput<'a> {
     pub live_key: bool,
     /// The recipient's contact.
     pub contact: &'a str,
+    /// Every contact of the recipient's batch, its own included: one not on the allowlist
+    /// sends the whole batch to the simulator, so a batch is never dialled in part.
+    pub batch: &'a [&'a str],
     /// The recipient's time zone, resolved by the shell.
     pub zone: &'a TimeZone,
     /// The request's "not due before".
@@ -283,10 +286,7 @@ pub fn gate(input: &GateInput<'_>, facts: &GateFacts) -> Verdict {
 }
 
 fn mode(policy: &DispatchPolicy, input: &GateInput<'_>) -> DispatchMode {
-    let listed = policy
-        .allowlist
-        .as_ref()
-        .is_none_or(|list| list.iter().any(|c| c == input.contact));
+    let listed = listed(policy, input.contact) && input.batch.iter().all(|c| listed(policy, c));
     if policy.live && input.live_key && listed {
         DispatchMode::Live
     } else {
@@ -294,18 +294,30 @@ fn mode(policy: &DispatchPolicy, input: &GateInput<'_>) -> DispatchMode {
     }
 }
 
-/// Why a permitted recipient goes to the simulator, for people.
-pub fn simulated_because(policy: &DispatchPolicy, live_key: bool, contact: &str) -> &'static str {
+/// Whether `contact` is on the pack's allowlist (every contact is, without one).
+fn listed(policy: &DispatchPolicy, contact: &str) -> bool {
+    policy
+        .allowlist
+        .as_ref()
+        .is_none_or(|list| list.iter().any(|c| c == contact))
+}
+
+/// Why a permitted recipient of `batch` goes to the simulator, for people.
+pub fn simulated_because(
+    policy: &DispatchPolicy,
+    live_key: bool,
+    contact: &str,
+    batch: &[&str],
+) -> &'static str {
     if !policy.live {
         "the pack's [dispatch] is not live"
     } else if !live_key {
         "the service holds no live key"
-    } else if policy
-        .allowlist
-        .as_ref()
-        .is_some_and(|l| !l.iter().any(|c| c == contact))
-    {
+    } else if !listed(policy, contact) {
         "the contact is not on the pack's allowlist"
+    } else if !batch.iter().all(|c| listed(policy, c)) {
+        "another recipient of the batch is not on the pack's allowlist, so the whole batch \
+         goes to the simulator (a batch is never dialled in part)"
     } else {
         "live"
     }
@@ -370,6 +382,7 @@ next_step = "Open a ticket."
             pack,
             live_key: true,
             contact: "+15550100",
+            batch: &["+15550100"],
             zone,
             not_before: None,
             now: now.parse().unwrap(),
@@ -403,6 +416,29 @@ next_step = "Open a ticket."
             gate(&input(&not_live, &zone, at), &facts),
             Verdict::Permitted(DispatchMode::Simulated)
         );
+    }
+
+    #[test]
+    fn one_unlisted_contact_sends_its_whole_batch_to_the_simulator() {
+        let zone = TimeZone::UTC;
+        let live = pack("live = true\nallowlist = [\"+15550100\", \"+15550101\"]");
+        let at = "2026-12-02T12:00:00Z";
+        let mut listed_batch = input(&live, &zone, at);
+        listed_batch.batch = &["+15550100", "+15550101"];
+        assert_eq!(
+            gate(&listed_batch, &GateFacts::default()),
+            Verdict::Permitted(DispatchMode::Live)
+        );
+        let mut mixed = input(&live, &zone, at);
+        mixed.batch = &["+15550100", "+15559999"];
+        assert_eq!(
+            gate(&mixed, &GateFacts::default()),
+            Verdict::Permitted(DispatchMode::Simulated),
+            "a listed contact in a batch with an unlisted one is not dialled"
+        );
+        let policy = live.dispatch.clone().unwrap();
+        let why = simulated_because(&policy, true, "+15550100", mixed.batch);
+        assert!(why.contains("another recipient of the batch"), "{why}");
     }
 
     #[test]

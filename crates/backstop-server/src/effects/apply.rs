@@ -18,8 +18,7 @@ use serde_json::{Value, json};
 
 use crate::state::AppState;
 
-/// The effect an outcome names that puts its contact on the suppression list.
-pub const SUPPRESS_CONTACT: &str = "suppress_contact";
+pub use backstop_core::case::SUPPRESS_CONTACT;
 
 /// What one delivery came to.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

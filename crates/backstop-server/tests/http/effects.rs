@@ -14,8 +14,8 @@ const SECRET: &str = "calls-webhook-secret-0123";
 const LIVE_KEY: &str = "live-key-0123456789abcdef";
 
 /// The shipped packs, with the PO pack's quiet hours taken out (tests run at any hour) and,
-/// when `live`, its dispatches live.
-fn packs(dir: &std::path::Path, live: bool) -> std::path::PathBuf {
+/// when `live`, its dispatches live (to the contacts of `allowlist` only, when it has any).
+fn packs(dir: &std::path::Path, live: bool, allowlist: &[&str]) -> std::path::PathBuf {
     let packs = dir.join("packs");
     std::fs::create_dir_all(&packs).unwrap();
     for entry in std::fs::read_dir(packs_dir()).unwrap() {
@@ -26,6 +26,10 @@ fn packs(dir: &std::path::Path, live: bool) -> std::path::PathBuf {
             if live {
                 text = text.replace("live = false", "live = true");
             }
+            if !allowlist.is_empty() {
+                let listed = serde_json::to_string(allowlist).unwrap();
+                text = text.replace("live = true", &format!("live = true\nallowlist = {listed}"));
+            }
         }
         std::fs::write(packs.join(path.file_name().unwrap()), text).unwrap();
     }
@@ -35,6 +39,11 @@ fn packs(dir: &std::path::Path, live: bool) -> std::path::PathBuf {
 /// A server whose PO pack dispatches live (with the live key) or to the simulator, with one
 /// webhook source `calls` and a simulator that neither loses nor duplicates.
 fn server(live: bool) -> Server {
+    server_with(live, &[])
+}
+
+/// [`server`], its PO pack reaching live only the contacts of `allowlist`.
+fn server_with(live: bool, allowlist: &[&str]) -> Server {
     let scratch = std::env::temp_dir().join(format!(
         "backstop-effects-packs-{}-{}",
         std::process::id(),
@@ -43,7 +52,7 @@ fn server(live: bool) -> Server {
             .unwrap()
             .as_nanos()
     ));
-    let packs = packs(&scratch, live);
+    let packs = packs(&scratch, live, allowlist);
     start_with(move |config| {
         config.packs = vec![packs];
         config.effects = EffectsConfig {
@@ -532,6 +541,57 @@ fn a_delivery_decided_before_a_stop_is_finished_when_applied_again() {
     assert_eq!(other["answers"][0]["answer"], "suppressed", "{other}");
 }
 
+/// A do-not-call result sent as the case's decision (no delivery at all) suppresses the
+/// contact as a delivered one does: the contact's other order is refused `suppressed`.
+#[test]
+fn a_do_not_call_decided_through_the_api_suppresses_the_contact() {
+    let server = server(true);
+    let key = dispatched_key(&server, "PO-50", "+15550150");
+    let pack = server.state.catalog().packs["po-acknowledgement"].clone();
+    let record = server.state.store.dispatch_by_key(&key).unwrap().unwrap();
+    let result = json!({"needs_human": "do_not_call", "spoke_with": "intended_contact",
+                        "received": "unknown", "po_status": "unknown"});
+    let delivery = backstop_core::effects::parse_delivery(&json!({"event_id": "e-50",
+        "dispatch_key": key, "status": "completed", "result": result, "confidence": 0.95}))
+    .unwrap();
+    let (decision, _) =
+        backstop_core::effects::decision_body(&pack, &delivery, &record.case, "decide-50");
+    let decided = server.post(
+        "/v1/jobs/po-acknowledgement/decisions",
+        Some(AGENT_A),
+        &decision,
+    );
+    assert_eq!(
+        decided.json()["effects"],
+        json!(["suppress_contact"]),
+        "{}",
+        decided.text
+    );
+    let other = dispatch(&server, &call("PO-51", "+15550150"));
+    assert_eq!(other["answers"][0]["answer"], "suppressed", "{other}");
+}
+
+/// A batch with one contact off the allowlist is simulated whole: its listed recipient is not
+/// dialled either.
+#[test]
+fn a_batch_with_one_unlisted_contact_is_simulated_whole() {
+    let server = server_with(true, &["+15550180", "+15550181"]);
+    let mut both = call("PO-80", "+15550180");
+    let second = json!({"id": "r2", "contact": "+15550181",
+        "case": {"fields": {"supplier": "Acme Supply", "po_number": "PO-81"}}});
+    both["recipients"].as_array_mut().unwrap().push(second);
+    let listed = dispatch(&server, &both);
+    assert_eq!(listed["answers"][0]["answer"], "permitted", "{listed}");
+    assert_eq!(listed["answers"][1]["answer"], "permitted", "{listed}");
+    let mut mixed = call("PO-82", "+15550180");
+    let unlisted = json!({"id": "r2", "contact": "+15559999",
+        "case": {"fields": {"supplier": "Acme Supply", "po_number": "PO-83"}}});
+    mixed["recipients"].as_array_mut().unwrap().push(unlisted);
+    let answer = dispatch(&server, &mixed);
+    assert_eq!(answer["answers"][0]["answer"], "simulated", "{answer}");
+    assert_eq!(answer["answers"][1]["answer"], "simulated", "{answer}");
+}
+
 /// A one-shot status endpoint on loopback: answers every GET with `body`, as a provider's
 /// "get call" would.
 fn status_endpoint(body: Value) -> String {
@@ -639,7 +699,7 @@ fn server_with_status_url(status_url: &str) -> Server {
             .unwrap()
             .as_nanos()
     ));
-    let packs = packs(&scratch, true);
+    let packs = packs(&scratch, true, &[]);
     let path = packs.join("po-acknowledgement.toml");
     let text = std::fs::read_to_string(&path).unwrap().replace(
         "suppress_scope = \"contact\"",

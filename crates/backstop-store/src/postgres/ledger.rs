@@ -2,9 +2,9 @@
 
 use backstop_core::case::{
     AttemptRecord, Attempted, CaseLookup, CaseState, Change, Next, OpenReview, Request,
-    StoredExecution, attempt,
+    StoredExecution, SuppressContacts, attempt,
 };
-use backstop_core::pack::Pack;
+use backstop_core::pack::{Pack, SuppressScope};
 use jiff::{SignedDuration, Timestamp};
 use postgres::{Client, GenericClient, Row, Transaction};
 
@@ -299,6 +299,9 @@ fn apply(
          WHERE caller = $1 AND job = $2 AND case_id = $3",
         &[&caller, &job, case_id, &at, &i64::from(change.end_cycle)],
     )?;
+    if let Some(suppress) = &change.suppress {
+        suppress_case_contacts(tx, caller, job, case_id, suppress, at)?;
+    }
     let mut opened = None;
     if let Some(review) = &change.open_review {
         let row = tx.query_one(
@@ -330,4 +333,28 @@ fn apply(
         )?;
     }
     Ok(opened)
+}
+
+/// Every contact the case was dispatched to put on the suppression list (a do-not-call
+/// result), whichever route the result came by.
+fn suppress_case_contacts(
+    tx: &mut Transaction<'_>,
+    caller: &str,
+    job: &str,
+    case_id: &str,
+    suppress: &SuppressContacts,
+    at: i64,
+) -> Result<(), StoreError> {
+    let scope_case = match suppress.scope {
+        SuppressScope::Case => case_id,
+        SuppressScope::Contact => "",
+    };
+    tx.execute(
+        "INSERT INTO suppressions (caller, job, contact, case_id, at, reason)
+         SELECT DISTINCT caller, job, contact, $4::TEXT, $5::BIGINT, $6::TEXT FROM dispatches
+         WHERE caller = $1 AND job = $2 AND case_id = $3
+         ON CONFLICT DO NOTHING",
+        &[&caller, &job, &case_id, &scope_case, &at, &suppress.reason],
+    )?;
+    Ok(())
 }

@@ -219,15 +219,20 @@ CREATE FUNCTION backstop_write_state(p_kind TEXT[], p_key TEXT[], p_caller TEXT[
                                      p_expires BIGINT[], p_gone_kind TEXT[], p_gone_key TEXT[],
                                      p_position BIGINT)
 RETURNS VOID
-LANGUAGE sql VOLATILE
+LANGUAGE plpgsql VOLATILE
 AS $$
+BEGIN
+    -- PL/pgSQL keeps each statement's plan for the session (an SQL function plans every call).
     INSERT INTO call_state (kind, key, caller, body, expires)
         SELECT * FROM unnest(p_kind, p_key, p_caller, p_body, p_expires)
         ON CONFLICT (kind, key) DO UPDATE
             SET caller = excluded.caller, body = excluded.body, expires = excluded.expires;
-    DELETE FROM call_state c USING unnest(p_gone_kind, p_gone_key) AS g(kind, key)
-        WHERE c.kind = g.kind AND c.key = g.key;
+    IF cardinality(p_gone_kind) > 0 THEN
+        DELETE FROM call_state c USING unnest(p_gone_kind, p_gone_key) AS g(kind, key)
+            WHERE c.kind = g.kind AND c.key = g.key;
+    END IF;
     UPDATE call_position SET position = GREATEST(position, p_position) WHERE id = 1;
+END
 $$;
 ",
 ];

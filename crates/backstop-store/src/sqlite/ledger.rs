@@ -2,9 +2,9 @@
 
 use backstop_core::case::{
     AttemptRecord, Attempted, CaseLookup, CaseState, Change, Next, OpenReview, Request,
-    ResultStatus, StoredExecution, attempt,
+    ResultStatus, StoredExecution, SuppressContacts, attempt,
 };
-use backstop_core::pack::Pack;
+use backstop_core::pack::{Pack, SuppressScope};
 use jiff::{SignedDuration, Timestamp};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
@@ -280,6 +280,9 @@ fn apply(
         at,
         i64::from(change.end_cycle)
     ])?;
+    if let Some(suppress) = &change.suppress {
+        suppress_case_contacts(tx, caller, job, case_id, suppress, at)?;
+    }
     let mut opened = None;
     if let Some(review) = &change.open_review {
         tx.prepare_cached(
@@ -313,4 +316,35 @@ fn apply(
     }
     debug_assert!(record.status != ResultStatus::Decided || change.end_cycle);
     Ok(opened)
+}
+
+/// Every contact the case was dispatched to put on the suppression list (a do-not-call
+/// result), whichever route the result came by.
+fn suppress_case_contacts(
+    tx: &Transaction<'_>,
+    caller: &str,
+    job: &str,
+    case_id: &str,
+    suppress: &SuppressContacts,
+    at: i64,
+) -> Result<(), StoreError> {
+    let scope_case = match suppress.scope {
+        SuppressScope::Case => case_id,
+        SuppressScope::Contact => "",
+    };
+    tx.prepare_cached(
+        "INSERT INTO suppressions (caller, job, contact, case_id, at, reason)
+         SELECT DISTINCT caller, job, contact, ?4, ?5, ?6 FROM dispatches
+         WHERE caller = ?1 AND job = ?2 AND case_id = ?3
+         ON CONFLICT DO NOTHING",
+    )?
+    .execute(params![
+        caller,
+        job,
+        case_id,
+        scope_case,
+        at,
+        suppress.reason
+    ])?;
+    Ok(())
 }

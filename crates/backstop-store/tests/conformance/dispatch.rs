@@ -299,3 +299,81 @@ pub fn a_settled_dispatch_never_moves_back(store: &dyn Store) {
         Err(backstop_store::StoreError::NotFound(_))
     ));
 }
+
+/// A do-not-call result suppresses the contact whichever route it came by: a decision sent
+/// for the case (`POST /v1/jobs/{job}/decisions`, `backstop decide`) as much as a delivery,
+/// in the attempt's own transaction; the pack's scope (`contact`) covers the contact's other
+/// orders, and a contact the case never reached stays free.
+pub fn a_do_not_call_decision_suppresses_the_cases_contact(store: &dyn Store) {
+    use backstop_core::effects::{decision_body, parse_delivery};
+    let pack = po_live();
+    let sent = dispatch(store, &pack, &call("PO-40", "r1", "+15550140"), at(0));
+    let key = sent.answers[0].key.clone();
+    let record = store.dispatch_by_key(&key).unwrap().unwrap();
+    let result = json!({"needs_human": "do_not_call", "spoke_with": "intended_contact",
+                        "received": "unknown", "po_status": "unknown"});
+    let delivery = parse_delivery(&json!({"event_id": "e-40", "dispatch_key": key,
+        "status": "completed", "result": result, "confidence": 0.95}))
+    .unwrap();
+    let (body, _) = decision_body(&pack, &delivery, &record.case, "decide-40");
+    let answer = ask(store, &pack, "agent", &body, at(1));
+    assert_eq!(answer.result()["effects"], json!(["suppress_contact"]));
+    let other_order = dispatch(store, &pack, &call("PO-41", "r1", "+15550140"), at(2));
+    assert_eq!(kinds(&other_order), [AnswerKind::Suppressed]);
+    let other_contact = dispatch(store, &pack, &call("PO-42", "r1", "+15550142"), at(2));
+    assert_eq!(kinds(&other_contact), [AnswerKind::Permitted]);
+}
+
+/// A batch with one contact off the pack's allowlist goes to the simulator whole: its listed
+/// recipients are not dialled either, and each answer says why.
+pub fn a_batch_with_one_unlisted_contact_is_simulated_whole(store: &dyn Store) {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../packs/po-acknowledgement.toml"),
+    )
+    .unwrap()
+    .replace(
+        "live = false",
+        "live = true\nallowlist = [\"+15550170\", \"+15550171\"]",
+    )
+    .replace("quiet_hours = { start = \"20:00\", end = \"08:00\" }\n", "");
+    let pack = Arc::new(backstop_core::pack::parse_pack(&text).unwrap());
+    let batch = |pos: [(&str, &str); 2]| {
+        let recipients: Vec<Value> = pos
+            .iter()
+            .map(|(po, contact)| {
+                json!({"id": format!("r-{po}"), "contact": contact,
+                       "case": {"fields": {"supplier": "Acme Supply", "po_number": po}}})
+            })
+            .collect();
+        json!({"content": {"task": "Ask whether the purchase order was received."},
+               "values": {"company": "Northwind Traders"}, "recipients": recipients})
+    };
+    let listed = dispatch(
+        store,
+        &pack,
+        &batch([("PO-70", "+15550170"), ("PO-71", "+15550171")]),
+        at(0),
+    );
+    assert_eq!(
+        kinds(&listed),
+        [AnswerKind::Permitted, AnswerKind::Permitted]
+    );
+    let mixed = dispatch(
+        store,
+        &pack,
+        &batch([("PO-72", "+15550170"), ("PO-73", "+15559999")]),
+        at(0),
+    );
+    assert_eq!(
+        kinds(&mixed),
+        [AnswerKind::Simulated, AnswerKind::Simulated]
+    );
+    assert!(
+        mixed.answers[0]
+            .reason
+            .contains("another recipient of the batch"),
+        "{}",
+        mixed.answers[0].reason
+    );
+}

@@ -72,6 +72,8 @@ macro_rules! conformance_suite {
             dispatch::a_delivery_is_recorded_once_per_event_id,
             dispatch::dispatches_past_retention_are_purged_and_suppressions_kept,
             dispatch::a_settled_dispatch_never_moves_back,
+            dispatch::a_do_not_call_decision_suppresses_the_cases_contact,
+            dispatch::a_batch_with_one_unlisted_contact_is_simulated_whole,
             notify::a_held_case_is_notified_once_per_subscribed_target,
             notify::nothing_is_enqueued_without_a_subscriber,
             notify::an_attempt_limit_refusal_is_notified_once_per_cycle,

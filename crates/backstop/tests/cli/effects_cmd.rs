@@ -387,3 +387,123 @@ fn a_kill_between_permit_and_outcome_leaves_reconcile_on_postgres() {
     let dir = TempDir::new("dispatch-kill-pg");
     killed_between_permit_and_outcome(&dir, &schema.url);
 }
+
+/// `backstop decide` with a do-not-call result suppresses the contact the case was dispatched
+/// to (as a delivered result does): the contact's other order is then refused `suppressed`.
+fn do_not_call_through_decide(dir: &TempDir, db: &str) {
+    let pack = po_pack(dir, true);
+    let config = dir.write(
+        "backstop.toml",
+        &format!("[dispatch]\nlive_key = \"{LIVE_KEY}\"\n"),
+    );
+    let dispatch_args = [
+        "dispatch",
+        "--pack",
+        arg(&pack),
+        "--db",
+        db,
+        "--config",
+        arg(&config),
+    ];
+    let first = run(
+        &dispatch_args,
+        call("PO-60", "+15550160").to_string().as_bytes(),
+    );
+    first.expect_code(0);
+    assert_eq!(first.json()["answers"][0]["answer"], "permitted");
+    let questions = json!({"needs_human": {"value": "do_not_call"},
+        "spoke_with": {"value": "intended_contact"}, "received": {"value": "unknown"},
+        "po_status": {"value": "unknown"}});
+    let decision = json!({"execution_id": "decide-60",
+        "case": {"fields": {"supplier": "Acme Supply", "po_number": "PO-60"}},
+        "questions": questions, "source_status": "completed", "confidence": 0.95});
+    let decided = run(
+        &["decide", "--pack", arg(&pack), "--db", db],
+        decision.to_string().as_bytes(),
+    );
+    decided.expect_code(0);
+    assert_eq!(decided.json()["effects"], json!(["suppress_contact"]));
+    let other = run(
+        &dispatch_args,
+        call("PO-61", "+15550160").to_string().as_bytes(),
+    );
+    other.expect_code(0);
+    assert_eq!(
+        other.json()["answers"][0]["answer"],
+        "suppressed",
+        "{}",
+        other.json()
+    );
+}
+
+#[test]
+fn a_do_not_call_through_decide_suppresses_the_contact() {
+    let dir = TempDir::new("dnc-decide");
+    let db = dir.path().join("ledger.db");
+    do_not_call_through_decide(&dir, arg(&db));
+}
+
+#[test]
+#[cfg_attr(
+    not(backstop_postgres_url),
+    ignore = "needs BACKSTOP_TEST_POSTGRES_URL (a PostgreSQL database)"
+)]
+fn a_do_not_call_through_decide_suppresses_the_contact_on_postgres() {
+    let Some(schema) = Schema::fresh("dnc_decide") else {
+        return;
+    };
+    let dir = TempDir::new("dnc-decide-pg");
+    do_not_call_through_decide(&dir, &schema.url);
+}
+
+/// `backstop dispatch` of a batch with one contact off the allowlist simulates it whole.
+fn batch_with_an_unlisted_contact(dir: &TempDir, db: &str) {
+    let text = std::fs::read_to_string(po_pack(dir, true))
+        .unwrap()
+        .replace("live = true", "live = true\nallowlist = [\"+15550190\"]");
+    let pack = dir.write("packs/po-acknowledgement.toml", &text);
+    let config = dir.write(
+        "backstop.toml",
+        &format!("[dispatch]\nlive_key = \"{LIVE_KEY}\"\n"),
+    );
+    let mut body = call("PO-90", "+15550190");
+    let mut second = body["recipients"][0].clone();
+    second["id"] = json!("r-PO-91");
+    second["contact"] = json!("+15559999");
+    second["case"]["fields"]["po_number"] = json!("PO-91");
+    body["recipients"].as_array_mut().unwrap().push(second);
+    let args = [
+        "dispatch",
+        "--pack",
+        arg(&pack),
+        "--db",
+        db,
+        "--config",
+        arg(&config),
+    ];
+    let answered = run(&args, body.to_string().as_bytes());
+    answered.expect_code(0);
+    let answers = answered.json()["answers"].clone();
+    assert_eq!(answers[0]["answer"], "simulated", "{answers}");
+    assert_eq!(answers[1]["answer"], "simulated", "{answers}");
+}
+
+#[test]
+fn a_batch_with_an_unlisted_contact_is_simulated_whole() {
+    let dir = TempDir::new("batch-unlisted");
+    let db = dir.path().join("ledger.db");
+    batch_with_an_unlisted_contact(&dir, arg(&db));
+}
+
+#[test]
+#[cfg_attr(
+    not(backstop_postgres_url),
+    ignore = "needs BACKSTOP_TEST_POSTGRES_URL (a PostgreSQL database)"
+)]
+fn a_batch_with_an_unlisted_contact_is_simulated_whole_on_postgres() {
+    let Some(schema) = Schema::fresh("batch_unlisted") else {
+        return;
+    };
+    let dir = TempDir::new("batch-unlisted-pg");
+    batch_with_an_unlisted_contact(&dir, &schema.url);
+}
