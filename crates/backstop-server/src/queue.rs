@@ -145,6 +145,7 @@ impl AttemptQueue {
                     calls,
                     position,
                     stale: false,
+                    checkpointed: None,
                 };
                 let mut next = queued.recv().ok();
                 while let Some(job) = next.take() {
@@ -309,9 +310,23 @@ struct Follower {
     position: i64,
     /// A journal transaction failed: the state is loaded again before the next job.
     stale: bool,
+    /// When this thread last wrote the call state's changed rows (`None`: not yet).
+    checkpointed: Option<std::time::Instant>,
 }
 
 impl Follower {
+    /// Whether the next journal transaction writes the changed rows: once a checkpoint is
+    /// [`crate::journal::CHECKPOINT_INTERVAL`] old, or [`crate::journal::CHECKPOINT_ROWS`]
+    /// rows wait. Marks it written (a failed transaction reloads the state anyway).
+    fn due(checkpointed: &mut Option<std::time::Instant>, calls: &CallState) -> bool {
+        let due = checkpointed.is_none_or(|at| at.elapsed() >= crate::journal::CHECKPOINT_INTERVAL)
+            || calls.pending_rows() >= crate::journal::CHECKPOINT_ROWS;
+        if due {
+            *checkpointed = Some(std::time::Instant::now());
+        }
+        due
+    }
+
     /// Runs one job. A panic fails this job, not the thread.
     fn run(&mut self, job: Job) {
         match job {
@@ -371,6 +386,7 @@ impl Follower {
                         .lock()
                         .unwrap_or_else(std::sync::PoisonError::into_inner);
                     let store = self.store.as_ref();
+                    let checkpoint = Self::due(&mut self.checkpointed, &calls);
                     let resolved =
                         crate::journal::resolve(
                         &mut calls,
@@ -379,6 +395,7 @@ impl Follower {
                         &resolution,
                         Timestamp::now(),
                         &mut self.position,
+                        checkpoint,
                     );
                     // A refusal (unknown or resolved item) changed nothing; any other failure
                     // may have left the state ahead of the ledger.
@@ -408,11 +425,13 @@ impl Follower {
                 .calls
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let checkpoint = Self::due(&mut self.checkpointed, &calls);
             let result = crate::journal::journal(
                 &mut calls,
                 self.store.as_ref(),
                 &events,
                 &mut self.position,
+                checkpoint,
             );
             if result.is_err() {
                 // The state may hold what the ledger did not keep: load it again first.
@@ -446,7 +465,7 @@ impl Follower {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         for entry in entries {
             if entry.id > self.position {
-                calls.apply_theirs(&entry.event);
+                calls.apply(&entry.event);
                 self.position = entry.id;
             }
         }

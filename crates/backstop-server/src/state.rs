@@ -100,7 +100,13 @@ impl AppState {
         let (mut calls, mut position) = crate::journal::load(store.as_ref())?;
         // This server's strategies become the fleet's from here on in the journal.
         let announced = crate::journal::strategies_event(&catalog.strategy_files, now);
-        crate::journal::journal(&mut calls, store.as_ref(), &[announced], &mut position)?;
+        crate::journal::journal(
+            &mut calls,
+            store.as_ref(),
+            &[announced],
+            &mut position,
+            true,
+        )?;
         if subscribe {
             // This server's [[notify]] targets become the ledger's from here on.
             crate::notify::subscribe(store.as_ref(), &config.notify.targets, now)?;

@@ -4,8 +4,8 @@
 
 use backstop_core::case::{Refusal, RefusalBody, RefusalCode};
 use backstop_core::effects::{
-    DispatchMode, DispatchRequest, DispatchState, GateFacts, GateInput, Recipient, Verdict,
-    asked_fields, gate, simulated_because,
+    DispatchMode, DispatchRequest, DispatchState, GateFacts, GateInput, Recipient, Verdict, gate,
+    kept_fields, simulated_because,
 };
 use backstop_core::notify::{CaseRef, Notice};
 use backstop_core::pack::{AfterDecision, Pack};
@@ -536,8 +536,8 @@ fn new_record(
     }
 }
 
-/// What is kept of a recipient's `simulate`: its status, confidence and failure code, and only
-/// the result fields the pack asks (no free text reaches the ledger).
+/// What is kept of a recipient's `simulate`: its status, confidence and failure code, and the
+/// result's fields as [`kept_fields`] keeps them (no free text reaches the ledger).
 fn kept_simulation(pack: &Pack, simulate: &Value) -> Value {
     let mut kept = serde_json::Map::new();
     for name in ["status", "confidence", "failure_code"] {
@@ -547,7 +547,7 @@ fn kept_simulation(pack: &Pack, simulate: &Value) -> Value {
     }
     if let Some(result) = simulate.get("result") {
         let asked = result.as_object().map_or(Value::Null, |fields| {
-            Value::Object(asked_fields(pack, fields))
+            Value::Object(kept_fields(pack, fields))
         });
         kept.insert("result".to_owned(), asked);
     }

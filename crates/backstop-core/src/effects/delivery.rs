@@ -172,20 +172,31 @@ fn check_result_strings(map: &Map<String, Value>, issues: &mut Vec<Issue>) {
     crate::case::nul_characters(&Value::Object(map.clone()), "result", issues);
 }
 
-/// The fields of a result that `pack` asks (its question keys): the only part of a source's
-/// result that is stored, so no free text a source sends reaches the ledger.
-pub fn asked_fields(pack: &Pack, fields: &Map<String, Value>) -> Map<String, Value> {
+/// What is kept of a result: the fields `pack` asks (its question keys) with their values, and
+/// the name of any other field with no value (null). No free text a source sends reaches the
+/// ledger, and a result with a field the schema does not declare stays invalid when it is
+/// read back ([`decision_body`]).
+pub fn kept_fields(pack: &Pack, fields: &Map<String, Value>) -> Map<String, Value> {
     fields
         .iter()
-        .filter(|(name, _)| pack.question(name).is_some())
-        .map(|(k, v)| (k.clone(), v.clone()))
+        .map(|(name, value)| {
+            let kept = if pack.question(name).is_some() {
+                value.clone()
+            } else {
+                Value::Null
+            };
+            (name.clone(), kept)
+        })
         .collect()
 }
 
 /// The decision request a delivery makes for its dispatch's case: each result field that is
 /// one of the pack's value questions becomes that question's value (a null is no evidence),
 /// with the delivery's confidence and the recipient's status as the envelope. Also returns
-/// the result fields the pack does not ask, which are recorded and not judged.
+/// the result's fields the pack's result schema does not declare (`additionalProperties:
+/// false`): a result with any is invalid, and none of it is used (the request carries no
+/// answers, as a result with no result does: reconciled, then a person's), since a source that
+/// added a field did not fill the schema it was given.
 pub fn decision_body(
     pack: &Pack,
     delivery: &Delivery,
@@ -193,7 +204,7 @@ pub fn decision_body(
     execution_id: &str,
 ) -> (Value, Vec<String>) {
     let mut questions = Map::new();
-    let mut ignored = Vec::new();
+    let mut undeclared = Vec::new();
     for (name, value) in delivery.result.iter().flatten() {
         match pack.question(name) {
             Some(q) if q.judge == Judge::Value => {
@@ -201,8 +212,11 @@ pub fn decision_body(
                     questions.insert(name.clone(), json!({"value": value}));
                 }
             }
-            _ => ignored.push(name.clone()),
+            _ => undeclared.push(name.clone()),
         }
+    }
+    if !undeclared.is_empty() {
+        questions.clear();
     }
     let mut body = json!({
         "execution_id": execution_id,
@@ -215,7 +229,7 @@ pub fn decision_body(
     if let Some(c) = delivery.confidence {
         body["confidence"] = json!(c);
     }
-    (body, ignored)
+    (body, undeclared)
 }
 
 #[cfg(test)]
@@ -237,6 +251,29 @@ mod tests {
         ] {
             assert!(paths.contains(&path), "{path} in {paths:?}");
         }
+    }
+
+    #[test]
+    fn a_result_with_an_undeclared_field_is_not_used() {
+        let pack =
+            crate::pack::parse_pack(include_str!("../../../../packs/po-acknowledgement.toml"))
+                .unwrap();
+        let result = json!({"needs_human": "no", "spoke_with": "intended_contact",
+                            "received": "yes", "po_status": "on_time"});
+        let delivery = |result: Value| {
+            parse_delivery(&json!({"event_id": "e1", "dispatch_key": "dk_1",
+                                   "status": "completed", "result": result, "confidence": 0.9}))
+            .unwrap()
+        };
+        let (clean, undeclared) =
+            decision_body(&pack, &delivery(result.clone()), &Value::Null, "x");
+        assert!(undeclared.is_empty());
+        assert_eq!(clean["questions"].as_object().unwrap().len(), 4);
+        let mut extra = result;
+        extra["notes"] = json!("they said yes");
+        let (body, undeclared) = decision_body(&pack, &delivery(extra), &Value::Null, "x");
+        assert_eq!(undeclared, ["notes"]);
+        assert_eq!(body["questions"], json!({}), "nothing of it is used");
     }
 
     #[test]

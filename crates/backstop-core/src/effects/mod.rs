@@ -24,9 +24,7 @@ mod result_schema;
 pub mod scan;
 pub mod simulator;
 
-pub use delivery::{
-    DELIVERY_FIELDS, Delivery, Target, asked_fields, decision_body, parse_delivery,
-};
+pub use delivery::{DELIVERY_FIELDS, Delivery, Target, decision_body, kept_fields, parse_delivery};
 pub use gate::{
     AnswerOutcome, DispatchMode, DispatchState, GateFacts, GateInput, Verdict, backoff_due, gate,
     simulated_because,

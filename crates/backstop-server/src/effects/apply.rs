@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use backstop_core::case::{DecisionResult, RefusalCode, ResultStatus, parse_request};
 use backstop_core::effects::{
-    Delivery, DispatchState, Target, asked_fields, decision_body, parse_delivery,
+    Delivery, DispatchState, Target, decision_body, kept_fields, parse_delivery,
 };
 use backstop_core::pack::{Pack, SuppressScope};
 use backstop_store::{
@@ -60,11 +60,11 @@ pub(crate) fn find(
     }
 }
 
-/// What is kept of a delivery: its ids, status, confidence and failure code, and only the
-/// result fields `pack` asks (nothing else a source sends is stored).
+/// What is kept of a delivery: its ids, status, confidence and failure code, and the result's
+/// fields as `kept_fields` keeps them (the values `pack` asks; other fields' names only).
 pub(crate) fn kept(delivery: &Delivery, pack: Option<&Pack>) -> Value {
     let result = match (&delivery.result, pack) {
-        (Some(fields), Some(pack)) => Some(Value::Object(asked_fields(pack, fields))),
+        (Some(fields), Some(pack)) => Some(Value::Object(kept_fields(pack, fields))),
         (Some(_), None) => Some(Value::Object(serde_json::Map::new())),
         (None, _) => None,
     };
@@ -138,7 +138,7 @@ async fn apply_one(state: &AppState, record: &DeliveryRecord) -> Result<Applied,
         return not_decided(state, id, "rejected", why, key).await;
     };
     let execution = format!("delivery:{}:{}", record.source, delivery.event_id);
-    let (body, _ignored) = decision_body(&pack, &delivery, &dispatch.case, &execution);
+    let (body, undeclared) = decision_body(&pack, &delivery, &dispatch.case, &execution);
     let request = match parse_request(&pack, &dispatch.caller, &body) {
         Ok(request) => request,
         Err(issues) => {
@@ -148,8 +148,18 @@ async fn apply_one(state: &AppState, record: &DeliveryRecord) -> Result<Applied,
         }
     };
     let (caller, deciding) = (dispatch.caller.clone(), Arc::clone(&pack));
-    let follow_up =
-        move |reply: &Reply, now: Timestamp| writes_for(&pack, &dispatch, &delivery, reply, now);
+    let follow_up = move |reply: &Reply, now: Timestamp| {
+        let mut writes = writes_for(&pack, &dispatch, &delivery, reply, now);
+        if !undeclared.is_empty() {
+            writes.detail = format!(
+                "invalid: its result has fields the pack's result schema does not declare \
+                 ({}), so none of it was used; {}",
+                undeclared.join(", "),
+                writes.detail
+            );
+        }
+        writes
+    };
     let (_, writes) = state
         .attempts
         .decide_delivery(deciding, caller, request, id, Box::new(follow_up))

@@ -14,6 +14,16 @@ pub use backstop_core::recover::journal::{
 };
 pub use backstop_core::recover::recovery::{caller_and_task, task_key};
 
+/// A server writes the call-state rows changed since its last checkpoint in a journal
+/// transaction at least this often while it journals (and always once this many are pending):
+/// the rows are a checkpoint of the journal, which stays the source of truth, so a start
+/// replays at most about this much of it (docs/decisions.md, "The call state is kept beside
+/// the journal").
+pub const CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Pending rows past which the next journal transaction writes them whatever the time.
+pub const CHECKPOINT_ROWS: usize = 4096;
+
 fn corrupt(error: CorruptRow) -> StoreError {
     StoreError::Corrupt(error.0)
 }
@@ -37,11 +47,18 @@ pub fn journal(
     store: &dyn Store,
     events: &[CallEvent],
     position: &mut i64,
+    checkpoint: bool,
 ) -> Result<Vec<Applied>, StoreError> {
     let mut applied = Vec::new();
     let mut reached = *position;
     let entries = store.journal(events, *position, &mut |entries: &[JournalEntry]| {
-        calls.follow(entries, events.len(), &mut reached, &mut applied)
+        calls.follow(
+            entries,
+            events.len(),
+            &mut reached,
+            &mut applied,
+            checkpoint,
+        )
     })?;
     *position = reached;
     log_notes(calls);
@@ -62,6 +79,7 @@ pub fn resolve(
     resolution: &backstop_store::Resolution,
     now: Timestamp,
     position: &mut i64,
+    checkpoint: bool,
 ) -> Result<backstop_store::ReviewItem, StoreError> {
     let own = std::cell::Cell::new(0);
     let then = |item: &backstop_store::ReviewItem| {
@@ -80,7 +98,7 @@ pub fn resolve(
         &then,
         *position,
         &mut |entries: &[JournalEntry]| {
-            calls.follow(entries, own.get(), &mut reached, &mut applied)
+            calls.follow(entries, own.get(), &mut reached, &mut applied, checkpoint)
         },
     )?;
     *position = reached;
@@ -119,7 +137,7 @@ pub fn load(store: &dyn Store) -> Result<(CallState, i64), StoreError> {
 /// The ledger failed.
 pub fn journal_once(store: &dyn Store, events: &[CallEvent]) -> Result<CallState, StoreError> {
     let (mut state, mut position) = load(store)?;
-    journal(&mut state, store, events, &mut position)?;
+    journal(&mut state, store, events, &mut position, true)?;
     Ok(state)
 }
 
@@ -135,7 +153,7 @@ pub fn resolve_once(
     now: Timestamp,
 ) -> Result<backstop_store::ReviewItem, StoreError> {
     let (mut state, mut position) = load(store)?;
-    resolve(&mut state, store, id, resolution, now, &mut position)
+    resolve(&mut state, store, id, resolution, now, &mut position, true)
 }
 
 /// The decision on a task's review item that lets its agent try again.

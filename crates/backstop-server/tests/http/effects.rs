@@ -115,7 +115,7 @@ fn deliver(server: &Server, body: &Value) -> crate::support::Answer {
 
 fn clean_result() -> Value {
     json!({"needs_human": "no", "spoke_with": "intended_contact", "received": "yes",
-           "po_status": "on_time", "customer_summary": "They said yes and were polite."})
+           "po_status": "on_time"})
 }
 
 /// Waits until every delivery of `key` is decided; the dispatch and its deliveries.
@@ -313,13 +313,6 @@ fn a_webhook_delivered_ten_times_applies_once_and_a_late_result_is_a_noop() {
     assert_eq!(view["deliveries"].as_array().unwrap().len(), 1);
     assert_eq!(view["dispatch"]["state"], "answered");
     assert_eq!(view["dispatch"]["result_status"], "decided");
-    // Only the result fields the pack asks are kept.
-    assert!(
-        !view["deliveries"][0]["payload"]
-            .as_str()
-            .unwrap()
-            .contains("polite")
-    );
     let record = case(&server, "PO-5");
     assert_eq!(record["attempts"].as_array().unwrap().len(), 1, "{record}");
     assert_eq!(record["attempts"][0]["outcome"], "acknowledged");
@@ -590,6 +583,37 @@ fn a_batch_with_one_unlisted_contact_is_simulated_whole() {
     let answer = dispatch(&server, &mixed);
     assert_eq!(answer["answers"][0]["answer"], "simulated", "{answer}");
     assert_eq!(answer["answers"][1]["answer"], "simulated", "{answer}");
+}
+
+/// A result with a field the pack's result schema does not declare is invalid: flagged on
+/// the delivery, none of it used (reconciled as no result, never decided), and the field's
+/// text is not kept.
+#[test]
+fn a_result_with_an_undeclared_field_is_flagged_and_never_decided() {
+    let server = server(true);
+    let key = dispatched_key(&server, "PO-55", "+15550155");
+    let mut result = clean_result();
+    result["notes"] = json!("They said yes and were polite.");
+    let body = json!({"event_id": "evt-55", "dispatch_key": key, "status": "completed",
+                      "result": result, "confidence": 0.95});
+    assert_eq!(deliver(&server, &body).status, 200);
+    let view = settled(&server, &key);
+    let delivery = &view["deliveries"][0];
+    assert!(
+        delivery["detail"].as_str().unwrap().contains("(notes)"),
+        "{delivery}"
+    );
+    assert!(!delivery["payload"].as_str().unwrap().contains("polite"));
+    assert_eq!(view["dispatch"]["result_status"], "reconcile", "{view}");
+    let record = case(&server, "PO-55");
+    assert!(
+        record["attempts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a["status"] != "decided"),
+        "{record}"
+    );
 }
 
 /// A one-shot status endpoint on loopback: answers every GET with `body`, as a provider's

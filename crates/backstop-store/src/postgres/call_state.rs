@@ -45,33 +45,37 @@ pub fn journal(
     let entries = text_entries(&open.client.simple_query(&append)?)?;
     fault!("journal.appended");
     let writes = follow(&entries);
-    let position = entries.last().map_or(0, |last| last.id);
-    let (kept, gone): (Vec<&StateRow>, Vec<&StateRow>) =
-        writes.rows.iter().partition(|row| row.body.is_some());
-    let expires: Vec<String> = kept
-        .iter()
-        .map(|r| {
-            r.expires
-                .map_or("NULL".to_owned(), |t| t.as_millisecond().to_string())
-        })
-        .collect();
-    let write_state = format!(
-        "SELECT backstop_write_state({}, {}, {}, {}, {}::BIGINT[], {}, {}, {position})",
-        text_array(kept.iter().map(|r| r.kind.as_str())),
-        text_array(kept.iter().map(|r| r.key.as_str())),
-        text_array(kept.iter().map(|r| r.caller.as_str())),
-        text_array(kept.iter().map(|r| r.body.as_deref().unwrap_or(""))),
-        array(&expires),
-        text_array(gone.iter().map(|r| r.kind.as_str())),
-        text_array(gone.iter().map(|r| r.key.as_str())),
-    );
+    let write_state = writes.checkpoint.as_ref().map(|rows| {
+        let position = entries.last().map_or(0, |last| last.id);
+        let (kept, gone): (Vec<&StateRow>, Vec<&StateRow>) =
+            rows.iter().partition(|row| row.body.is_some());
+        let expires: Vec<String> = kept
+            .iter()
+            .map(|r| {
+                r.expires
+                    .map_or("NULL".to_owned(), |t| t.as_millisecond().to_string())
+            })
+            .collect();
+        format!(
+            "SELECT backstop_write_state({}, {}, {}, {}, {}::BIGINT[], {}, {}, {position}); ",
+            text_array(kept.iter().map(|r| r.kind.as_str())),
+            text_array(kept.iter().map(|r| r.key.as_str())),
+            text_array(kept.iter().map(|r| r.caller.as_str())),
+            text_array(kept.iter().map(|r| r.body.as_deref().unwrap_or(""))),
+            array(&expires),
+            text_array(gone.iter().map(|r| r.kind.as_str())),
+            text_array(gone.iter().map(|r| r.key.as_str())),
+        )
+    });
+    let write_state = write_state.unwrap_or_default();
     if writes.task_reviews.is_empty() {
-        open.client
-            .simple_query(&format!("{write_state}; COMMIT"))?;
+        open.client.simple_query(&format!("{write_state}COMMIT"))?;
         open.ended = true;
         return Ok(entries);
     }
-    open.client.simple_query(&write_state)?;
+    if !write_state.is_empty() {
+        open.client.simple_query(&write_state)?;
+    }
     fault!("journal.rows_written");
     for review in &writes.task_reviews {
         super::queries::open_task_review_in(
@@ -178,30 +182,32 @@ fn journal_in(
     let entries = entries(&tx.query(&statements.append, &[&at, &kind, &subject, &body, &after])?)?;
     fault!("journal.appended");
     let writes = follow(&entries);
-    let (kept, gone): (Vec<&StateRow>, Vec<&StateRow>) =
-        writes.rows.iter().partition(|row| row.body.is_some());
-    let text = |rows: &[&StateRow], part: fn(&StateRow) -> &str| -> Vec<String> {
-        rows.iter().map(|r| part(r).to_owned()).collect()
-    };
-    let expires: Vec<Option<i64>> = kept
-        .iter()
-        .map(|r| r.expires.map(jiff::Timestamp::as_millisecond))
-        .collect();
-    let position = entries.last().map_or(0, |last| last.id);
-    // One statement: the rows kept, the rows gone, the position.
-    tx.execute(
-        &statements.write_state,
-        &[
-            &text(&kept, |r| r.kind.as_str()),
-            &text(&kept, |r| &r.key),
-            &text(&kept, |r| &r.caller),
-            &text(&kept, |r| r.body.as_deref().unwrap_or("")),
-            &expires,
-            &text(&gone, |r| r.kind.as_str()),
-            &text(&gone, |r| &r.key),
-            &position,
-        ],
-    )?;
+    if let Some(rows) = &writes.checkpoint {
+        let (kept, gone): (Vec<&StateRow>, Vec<&StateRow>) =
+            rows.iter().partition(|row| row.body.is_some());
+        let text = |rows: &[&StateRow], part: fn(&StateRow) -> &str| -> Vec<String> {
+            rows.iter().map(|r| part(r).to_owned()).collect()
+        };
+        let expires: Vec<Option<i64>> = kept
+            .iter()
+            .map(|r| r.expires.map(jiff::Timestamp::as_millisecond))
+            .collect();
+        let position = entries.last().map_or(0, |last| last.id);
+        // One statement: the rows kept, the rows gone, the position.
+        tx.execute(
+            &statements.write_state,
+            &[
+                &text(&kept, |r| r.kind.as_str()),
+                &text(&kept, |r| &r.key),
+                &text(&kept, |r| &r.caller),
+                &text(&kept, |r| r.body.as_deref().unwrap_or("")),
+                &expires,
+                &text(&gone, |r| r.kind.as_str()),
+                &text(&gone, |r| &r.key),
+                &position,
+            ],
+        )?;
+    }
     fault!("journal.rows_written");
     for review in &writes.task_reviews {
         super::queries::open_task_review_in(

@@ -64,7 +64,15 @@ fn journal_in(
     let entries = journal_after(tx, after)?;
     fault!("journal.appended");
     let writes = follow(&entries);
-    write_rows(tx, &writes.rows)?;
+    if let Some(rows) = &writes.checkpoint {
+        write_rows(tx, rows)?;
+        if let Some(last) = entries.last() {
+            tx.prepare_cached(
+                "UPDATE call_position SET position = MAX(position, ?1) WHERE id = 1",
+            )?
+            .execute(params![last.id])?;
+        }
+    }
     fault!("journal.rows_written");
     for review in &writes.task_reviews {
         super::queries::open_task_review_in(
@@ -76,10 +84,6 @@ fn journal_in(
         )?;
     }
     fault!("journal.reviews_opened");
-    if let Some(last) = entries.last() {
-        tx.prepare_cached("UPDATE call_position SET position = MAX(position, ?1) WHERE id = 1")?
-            .execute(params![last.id])?;
-    }
     Ok(entries)
 }
 

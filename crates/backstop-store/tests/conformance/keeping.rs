@@ -171,14 +171,16 @@ pub fn writers_on_one_ledger_see_one_journal_order(stores: &[&dyn Store]) {
 }
 
 /// Journals `events` after `after`, keeping no call state: what the journal handed back.
+/// Journals `events` after `after` with a checkpoint of no changed rows (the position moves).
 fn journal(
     store: &dyn Store,
     events: &[backstop_store::CallEvent],
     after: i64,
 ) -> Vec<backstop_store::JournalEntry> {
     store
-        .journal(events, after, &mut |_| {
-            backstop_store::JournalWrites::default()
+        .journal(events, after, &mut |_| backstop_store::JournalWrites {
+            checkpoint: Some(Vec::new()),
+            task_reviews: Vec::new(),
         })
         .unwrap()
 }
@@ -189,7 +191,7 @@ fn journal(
 pub fn call_state_is_kept_with_the_journal(store: &dyn Store) {
     use backstop_store::{JournalWrites, StateKind, StateRow};
     let writes = |rows: Vec<StateRow>| JournalWrites {
-        rows,
+        checkpoint: Some(rows),
         task_reviews: Vec::new(),
     };
     let row = |kind, key: &str, body: Option<&str>, expires: Option<i64>| StateRow {
@@ -278,13 +280,13 @@ pub fn a_journal_transaction_commits_whole_or_not_at_all(store: &dyn Store) {
         body: "{}".to_owned(),
     };
     let writes = || JournalWrites {
-        rows: vec![StateRow {
+        checkpoint: Some(vec![StateRow {
             kind: StateKind::Task,
             key: "agent-a\u{1f}t1".to_owned(),
             caller: "agent-a".to_owned(),
             body: Some("{}".to_owned()),
             expires: None,
-        }],
+        }]),
         task_reviews: vec![TaskReview {
             caller: "agent-a".to_owned(),
             escalation: TaskEscalation {
@@ -445,7 +447,7 @@ pub fn journaled_text_comes_back_byte_for_byte(store: &dyn Store) {
     };
     let entries = store
         .journal(std::slice::from_ref(&event), 0, &mut |_| JournalWrites {
-            rows: vec![row.clone()],
+            checkpoint: Some(vec![row.clone()]),
             task_reviews: Vec::new(),
         })
         .unwrap();
@@ -455,4 +457,47 @@ pub fn journaled_text_comes_back_byte_for_byte(store: &dyn Store) {
     let (rows, position) = store.call_state().unwrap();
     assert_eq!(rows, vec![row]);
     assert_eq!(position, entries[0].id);
+}
+
+/// A journal transaction without a checkpoint appends its events and moves neither the kept
+/// rows nor the position: a start loads the rows and replays the events after the position,
+/// so nothing is lost; the next checkpoint moves the position past them.
+pub fn the_position_moves_only_with_a_checkpoint(store: &dyn Store) {
+    use backstop_store::{CallEvent, JournalWrites, StateKind, StateRow};
+    let event = |n: i64| CallEvent {
+        at: at(n),
+        kind: "failure".to_owned(),
+        subject: "agent-a\u{1f}t1".to_owned(),
+        body: "{}".to_owned(),
+    };
+    let row = |body: &str| StateRow {
+        kind: StateKind::Task,
+        key: "agent-a\u{1f}t1".to_owned(),
+        caller: "agent-a".to_owned(),
+        body: Some(body.to_owned()),
+        expires: None,
+    };
+    let first = store
+        .journal(&[event(0)], 0, &mut |_| JournalWrites {
+            checkpoint: Some(vec![row("1")]),
+            task_reviews: Vec::new(),
+        })
+        .unwrap();
+    let checkpointed = first[0].id;
+    let second = store
+        .journal(&[event(1)], checkpointed, &mut |_| JournalWrites::default())
+        .unwrap();
+    assert_eq!(
+        store.call_state().unwrap(),
+        (vec![row("1")], checkpointed),
+        "no checkpoint: the rows and the position stay"
+    );
+    assert_eq!(store.journal_after(checkpointed).unwrap(), second);
+    let third = store
+        .journal(&[event(2)], second[0].id, &mut |_| JournalWrites {
+            checkpoint: Some(vec![row("3")]),
+            task_reviews: Vec::new(),
+        })
+        .unwrap();
+    assert_eq!(store.call_state().unwrap(), (vec![row("3")], third[0].id));
 }

@@ -61,6 +61,7 @@ macro_rules! conformance_suite {
             keeping::a_resolution_and_the_reset_it_asks_commit_together,
             keeping::review_ids_never_repeat_after_a_purge,
             keeping::journaled_text_comes_back_byte_for_byte,
+            keeping::the_position_moves_only_with_a_checkpoint,
             lifecycle::a_final_decision_is_never_overwritten,
             lifecycle::a_resolved_case_takes_no_late_result,
             lifecycle::a_reconcile_uses_no_attempt_and_happens_once,

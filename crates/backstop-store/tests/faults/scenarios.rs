@@ -173,7 +173,7 @@ pub fn a_journal_write_without_review() -> Workflow {
             let events = [failure_event(), failure_event()];
             store
                 .journal(&events, 0, &mut |_| JournalWrites {
-                    rows: escalated_writes().rows,
+                    checkpoint: escalated_writes().checkpoint,
                     task_reviews: Vec::new(),
                 })
                 .map(|_| ())
@@ -200,13 +200,13 @@ fn failure_event() -> backstop_store::CallEvent {
 
 fn escalated_writes() -> JournalWrites {
     JournalWrites {
-        rows: vec![StateRow {
+        checkpoint: Some(vec![StateRow {
             kind: StateKind::Task,
             key: "agent\u{1f}t1".to_owned(),
             caller: "agent".to_owned(),
             body: Some(r#"{"stopped":true}"#.to_owned()),
             expires: None,
-        }],
+        }]),
         task_reviews: vec![TaskReview {
             caller: "agent".to_owned(),
             escalation: TaskEscalation {
@@ -256,10 +256,10 @@ pub fn a_resolution_with_its_reset() -> Workflow {
                 }]
             };
             let cleared = || JournalWrites {
-                rows: vec![StateRow {
+                checkpoint: Some(vec![StateRow {
                     body: None,
-                    ..escalated_writes().rows.remove(0)
-                }],
+                    ..escalated_writes().checkpoint.unwrap().remove(0)
+                }]),
                 task_reviews: Vec::new(),
             };
             store

@@ -27,8 +27,11 @@ pub struct CorruptRow(pub String);
 /// What applying journal entries asks the journal's transaction to write with them.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct JournalWrites {
-    /// The call-state rows the entries changed.
-    pub rows: Vec<StateRow>,
+    /// A checkpoint of the call state, or `None`: the rows changed since the last checkpoint
+    /// (by anyone's events), written with the journal's position moved to the last entry, so
+    /// the kept rows always reflect the journal up to the kept position. Without one the
+    /// position stays, and a start replays the events after it.
+    pub checkpoint: Option<Vec<StateRow>>,
     /// Review items to open for tasks' first escalations (each opened unless the task has one
     /// open already).
     pub task_reviews: Vec<TaskReview>,
@@ -293,18 +296,11 @@ impl CallState {
         }
     }
 
-    /// Applies events another process journaled (catching up, or ahead of this process's own
-    /// in a journal transaction): their rows are that process's to write, and were written in
-    /// its transaction, so what they change is not recorded as rows to write here.
-    pub fn apply_theirs(&mut self, stored: &CallEvent) -> Applied {
-        let held = self.recovery.hold_changes();
-        let keys = std::mem::take(&mut self.changed_keys);
-        let strategies = self.strategies_changed;
-        let applied = self.apply(stored);
-        self.recovery.restore_changes(held);
-        self.changed_keys = keys;
-        self.strategies_changed = strategies;
-        applied
+    /// How many rows have changed since they were last taken: what the next checkpoint writes.
+    pub fn pending_rows(&self) -> usize {
+        self.recovery.pending_changes()
+            + self.changed_keys.len()
+            + usize::from(self.strategies_changed)
     }
 
     /// The rows changed since they were last taken, as the ledger keeps them.
@@ -377,13 +373,17 @@ impl CallState {
 
     /// Applies the entries past `reached` (the last `own` of them are this process's new
     /// events, whose first escalations open review items): what the journal's transaction
-    /// writes with them.
+    /// writes with them. With `checkpoint`, that includes every row changed since the last
+    /// checkpoint, by anyone's events: the state as it stands at the journal's end, which the
+    /// writer has applied whole under the journal's lock, so the rows and the position stay
+    /// one consistent picture (a start replays the events after the position).
     pub fn follow(
         &mut self,
         entries: &[JournalEntry],
         own: usize,
         reached: &mut i64,
         applied: &mut Vec<Applied>,
+        checkpoint: bool,
     ) -> JournalWrites {
         // Only this process's new events open review items here (another process opened
         // theirs in their own transaction).
@@ -394,11 +394,7 @@ impl CallState {
                 applied.push(Applied::Nothing);
                 continue;
             }
-            let outcome = if i >= own_from {
-                self.apply(&entry.event)
-            } else {
-                self.apply_theirs(&entry.event)
-            };
+            let outcome = self.apply(&entry.event);
             if i >= own_from
                 && let Some(review) = first_escalation_review(&entry.event, &outcome)
             {
@@ -408,7 +404,7 @@ impl CallState {
             *reached = entry.id;
         }
         JournalWrites {
-            rows: self.take_rows(),
+            checkpoint: checkpoint.then(|| self.take_rows()),
             task_reviews,
         }
     }

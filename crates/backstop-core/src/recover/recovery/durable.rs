@@ -288,17 +288,9 @@ impl Recovery {
         self.changed.tools.insert(tool.to_owned());
     }
 
-    /// Takes what is recorded as changed so far, leaving nothing recorded: with
-    /// [`Recovery::restore_changes`], what happens in between is not recorded (events another
-    /// process journaled, whose rows it wrote in its own transaction).
-    pub fn hold_changes(&mut self) -> Changed {
-        std::mem::take(&mut self.changed)
-    }
-
-    /// Records exactly `held` as changed again, dropping what was recorded since
-    /// [`Recovery::hold_changes`]; each is written with its state as it stands when written.
-    pub fn restore_changes(&mut self, held: Changed) {
-        self.changed = held;
+    /// How many rows have changed since they were last taken.
+    pub fn pending_changes(&self) -> usize {
+        self.changed.tasks.len() + self.changed.tools.len()
     }
 
     /// The rows changed since the last call, as the ledger keeps them.
