@@ -41,9 +41,11 @@ impl Catalog {
                 }
             };
             match parse_pack(&text) {
-                Ok(pack) if let Some(issue) = unknown_zone(&pack) => {
-                    issues.push(issue.within(&origin));
-                }
+                Ok(pack) if !lint_pack(&pack, &file).is_empty() => issues.extend(
+                    lint_pack(&pack, &file)
+                        .into_iter()
+                        .map(|issue| issue.within(&origin)),
+                ),
                 Ok(pack) if let Some(issue) = forbidden_status_url(&pack, config.outbound) => {
                     issues.push(issue.within(&origin));
                 }
@@ -116,6 +118,44 @@ pub fn strategy_table(
         .map(|(o, t)| (o.as_str(), t.as_str()))
         .collect();
     backstop_core::recover::StrategyTable::load_all(&borrowed)
+}
+
+/// What is wrong with a parsed pack beyond its own text, the same for `pack check`, `config
+/// check` and `serve`: a time zone this machine does not know, and the result schema its
+/// `[dispatch]` names (read beside the pack file `file`), linted as a source's structured
+/// output needs it (no `$ref`, `oneOf` and the like; every judgment with `unknown`).
+pub fn lint_pack(pack: &Pack, file: &std::path::Path) -> Vec<Issue> {
+    let mut issues: Vec<Issue> = unknown_zone(pack).into_iter().collect();
+    let Some(named) = pack
+        .dispatch
+        .as_ref()
+        .and_then(|d| d.result_schema.as_ref())
+    else {
+        return issues;
+    };
+    let path = file
+        .parent()
+        .unwrap_or(std::path::Path::new("."))
+        .join(named);
+    let at = "dispatch.result_schema";
+    let schema = read_text(&path, at, &path.display().to_string()).and_then(|text| {
+        backstop_core::input::json_value(&text).map_err(|issue| {
+            Issue::new(
+                at,
+                &issue.code,
+                format!("{}: {}", path.display(), issue.message),
+            )
+        })
+    });
+    match schema {
+        Ok(schema) => issues.extend(
+            backstop_core::effects::lint_result_schema(pack, &schema)
+                .into_iter()
+                .map(|i| i.within(&format!("{at} ({named})"))),
+        ),
+        Err(issue) => issues.push(issue),
+    }
+    issues
 }
 
 /// The issue with a pack whose `[dispatch] time_zone` this machine does not know: its quiet

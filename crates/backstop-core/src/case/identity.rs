@@ -86,10 +86,16 @@ pub fn issued_case_id(caller: &str, job: &str, execution_id: &str) -> String {
     format!("i-{}", short_hash(seed.as_bytes()))
 }
 
-/// The hash that recognizes a first request sent again: every excerpt's question key and
-/// folded text, order ignored.
-pub fn opening_hash<'a>(excerpts: impl Iterator<Item = (&'a str, &'a str)>) -> String {
-    let lines = excerpts.map(|(key, text)| format!("{key}\u{1f}{}", fold(text)));
+/// The hash that recognizes a first request sent again: every excerpt's question key and text,
+/// exactly as sent or (`folded`) with whitespace and case folded, order ignored.
+pub fn opening_hash<'a>(
+    excerpts: impl Iterator<Item = (&'a str, &'a str)>,
+    folded: bool,
+) -> String {
+    let lines = excerpts.map(|(key, text)| {
+        let text = if folded { fold(text) } else { text.to_owned() };
+        format!("{key}\u{1f}{text}")
+    });
     let mut lines: Vec<String> = lines.collect();
     lines.sort();
     lines.dedup();

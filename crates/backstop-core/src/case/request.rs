@@ -599,7 +599,8 @@ fn case_lookup(
                 .filter(|(_, text)| !text.trim().is_empty())
                 .collect();
             Some(CaseLookup::Open {
-                opening_hash: (!texts.is_empty()).then(|| opening_hash(texts.into_iter())),
+                opening_hash: (!texts.is_empty())
+                    .then(|| opening_hash(texts.into_iter(), identity.reuse_folded)),
                 candidate: issued_case_id(caller, &pack.job, execution_id),
             })
         }

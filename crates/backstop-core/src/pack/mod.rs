@@ -126,6 +126,10 @@ pub struct Identity {
     pub fields: Vec<String>,
     /// Content mode: the question whose excerpt text is the case.
     pub question: Option<String>,
+    /// Issued mode: whether a first request sent again is recognized by its excerpts' text
+    /// with whitespace and case folded (`reuse = "folded"`), rather than exactly as sent (the
+    /// default, `reuse = "exact"`).
+    pub reuse_folded: bool,
 }
 
 /// Where a case's name comes from.

@@ -196,6 +196,7 @@ fn parse_identity(top: &Reader<'_>, spots: &mut Spots, issues: &mut Vec<Issue>) 
         match_rule: MatchRule::Exact,
         fields: Vec::new(),
         question: None,
+        reuse_folded: false,
     };
     let Some(table) = top.required_table("identity", issues) else {
         return identity;
@@ -203,7 +204,7 @@ fn parse_identity(top: &Reader<'_>, spots: &mut Spots, issues: &mut Vec<Issue>) 
     let r = Reader::new(
         table,
         "identity",
-        &["mode", "match", "fields", "question"],
+        &["mode", "match", "fields", "question", "reuse"],
         issues,
     );
     if !r.has("mode") {
@@ -224,6 +225,8 @@ fn parse_identity(top: &Reader<'_>, spots: &mut Spots, issues: &mut Vec<Issue>) 
     identity.match_rule = one_of(&r, "match", &matches, issues).unwrap_or(MatchRule::Exact);
     identity.fields = r.strings("fields", issues).unwrap_or_default();
     identity.question = r.string("question", issues);
+    let reuses = [("exact", false), ("folded", true)];
+    identity.reuse_folded = one_of(&r, "reuse", &reuses, issues).unwrap_or(false);
     let Some(mode) = mode else {
         return identity;
     };
@@ -242,6 +245,9 @@ fn parse_identity(top: &Reader<'_>, spots: &mut Spots, issues: &mut Vec<Issue>) 
     };
     if r.has("match") && !matches!(mode, IdentityMode::Id | IdentityMode::Fields) {
         not_here("match", issues);
+    }
+    if r.has("reuse") && mode != IdentityMode::Issued {
+        not_here("reuse", issues);
     }
     if mode == IdentityMode::Fields {
         if identity.fields.is_empty() && !matches!(table.get("fields"), Some(v) if !v.is_array()) {

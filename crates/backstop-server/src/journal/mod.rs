@@ -51,14 +51,10 @@ pub fn journal(
 ) -> Result<Vec<Applied>, StoreError> {
     let mut applied = Vec::new();
     let mut reached = *position;
+    // Read before the journal's lock is taken, not while it is held.
+    let mut own: Vec<Option<Event>> = events.iter().map(|e| Event::from_stored(e).ok()).collect();
     let entries = store.journal(events, *position, &mut |entries: &[JournalEntry]| {
-        calls.follow(
-            entries,
-            events.len(),
-            &mut reached,
-            &mut applied,
-            checkpoint,
-        )
+        calls.follow(entries, &mut own, &mut reached, &mut applied, checkpoint)
     })?;
     *position = reached;
     log_notes(calls);
@@ -98,7 +94,8 @@ pub fn resolve(
         &then,
         *position,
         &mut |entries: &[JournalEntry]| {
-            calls.follow(entries, own.get(), &mut reached, &mut applied, checkpoint)
+            let mut unread = vec![None; own.get()];
+            calls.follow(entries, &mut unread, &mut reached, &mut applied, checkpoint)
         },
     )?;
     *position = reached;

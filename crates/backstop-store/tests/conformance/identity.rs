@@ -237,3 +237,38 @@ next_step = "Triage by hand."
 "#;
     Arc::new(parse_pack(text).unwrap_or_else(|issues| panic!("{issues:?}")))
 }
+
+/// An issued case is reused only for exactly the same text by default: the same words with
+/// other case or spacing open a new case. A pack may fold case and whitespace instead
+/// (`[identity] reuse = "folded"`).
+pub fn issued_reuse_is_exact_unless_the_pack_folds(store: &dyn Store) {
+    let exact = shipped("company-classification");
+    let first = ask(store, &exact, "a", &company("e1", None, &[SAAS]), at(0));
+    let id = first.result()["case"]["id"].clone();
+    let shouted = "WE SELL  SaaS subscriptions\nto retailers.";
+    let other = ask(store, &exact, "a", &company("e2", None, &[shouted]), at(1));
+    assert_ne!(other.result()["case"]["id"], id, "other text: a new case");
+    let same = ask(store, &exact, "a", &company("e3", None, &[SAAS]), at(2));
+    assert_eq!(
+        same.result()["case"]["id"],
+        id,
+        "the same text: the same case"
+    );
+
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../packs/company-classification.toml");
+    let text = std::fs::read_to_string(path)
+        .unwrap()
+        .replace("mode = \"issued\"", "mode = \"issued\"\nreuse = \"folded\"");
+    let folding = std::sync::Arc::new(backstop_core::pack::parse_pack(&text).unwrap());
+    let first = ask(store, &folding, "b", &company("e1", None, &[SAAS]), at(0));
+    let id = first.result()["case"]["id"].clone();
+    let again = ask(
+        store,
+        &folding,
+        "b",
+        &company("e2", None, &[shouted]),
+        at(1),
+    );
+    assert_eq!(again.result()["case"]["id"], id, "folded: the same case");
+}

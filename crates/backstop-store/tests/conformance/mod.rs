@@ -41,6 +41,7 @@ macro_rules! conformance_suite {
             attempts::callers_do_not_share_cases,
             identity::issued_cases_get_an_id_and_retries_send_it_back,
             identity::starting_over_reuses_the_issued_case,
+            identity::issued_reuse_is_exact_unless_the_pack_folds,
             identity::an_unknown_issued_id_is_refused,
             identity::a_first_request_without_text_opens_a_new_case,
             identity::issued_cases_are_limited_per_caller_per_day,

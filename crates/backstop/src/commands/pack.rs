@@ -5,9 +5,9 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use backstop_core::effects::{implied_schema, lint_result_schema};
+use backstop_core::Issue;
+use backstop_core::effects::implied_schema;
 use backstop_core::pack::{Pack, check_pack, parse_pack};
-use backstop_core::{Issue, input};
 use backstop_server::Config;
 use backstop_server::catalog::{Catalog, default_packs};
 use backstop_server::files::read_text;
@@ -29,35 +29,10 @@ pub fn check(args: &RulesCheckArgs, out: &mut impl Write) -> io::Result<u8> {
         let Ok(pack) = parse_pack(text) else {
             return issues;
         };
-        issues.extend(backstop_server::catalog::unknown_zone(&pack));
-        if let Some(file) = pack
-            .dispatch
-            .as_ref()
-            .and_then(|d| d.result_schema.as_ref())
-        {
-            let path = Path::new(origin)
-                .parent()
-                .unwrap_or(Path::new("."))
-                .join(file);
-            let at = "dispatch.result_schema";
-            let schema = read_text(&path, at, &path.display().to_string()).and_then(|text| {
-                input::json_value(&text).map_err(|issue| {
-                    Issue::new(
-                        at,
-                        &issue.code,
-                        format!("{}: {}", path.display(), issue.message),
-                    )
-                })
-            });
-            match schema {
-                Ok(schema) => issues.extend(
-                    lint_result_schema(&pack, &schema)
-                        .into_iter()
-                        .map(|i| i.within(&format!("{at} ({file})"))),
-                ),
-                Err(issue) => issues.push(issue),
-            }
-        }
+        issues.extend(backstop_server::catalog::lint_pack(
+            &pack,
+            Path::new(origin),
+        ));
         issues
     })
 }

@@ -333,6 +333,29 @@ fn pack_schema_prints_the_strict_result_schema_and_check_lints_one() {
     assert!(has("properties.status.$ref", "unsupported"), "{found:?}");
     assert!(has("additionalProperties", "open_object"), "{found:?}");
     assert!(has("properties.received", "missing"), "{found:?}");
+    // One lint: `config check` and `serve` refuse the same pack, with the same issue.
+    std::fs::create_dir_all(dir.path().join("packs")).unwrap();
+    dir.write("packs/po-clean.toml", &clean);
+    dir.write(
+        "packs/result.json",
+        r##"{"type": "object", "properties": {"status": {"$ref": "#/x"}}}"##,
+    );
+    let config = dir.write("backstop.toml", "packs = [\"packs\"]\n");
+    let checked = run(&["config", "check", arg(&config), "--json"], b"");
+    checked.expect_code(1);
+    let found = crate::support::issues_of(&checked.json()["issues"]);
+    assert!(
+        found
+            .iter()
+            .any(|(p, c)| p.ends_with("properties.status.$ref") && c == "unsupported"),
+        "{found:?}"
+    );
+    let served = run(
+        &["serve", "--config", arg(&config), "--listen", "127.0.0.1:0"],
+        b"",
+    );
+    served.expect_code(2);
+    assert!(served.stderr.contains("$ref"), "{served:?}");
 }
 
 /// A `serve` on `db` (a file or a URL) with the live PO pack; the test's folder keeps it.

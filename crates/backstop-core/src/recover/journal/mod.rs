@@ -180,7 +180,13 @@ impl CallState {
                 return Applied::Nothing;
             }
         };
-        let (subject, at) = (stored.subject.as_str(), stored.at);
+        self.apply_event(event, &stored.subject, stored.at)
+    }
+
+    /// Applies one event already read from its stored form (as [`CallState::apply`] does):
+    /// a process applying its own new events reads them before it journals them, so the
+    /// journal's lock is not held while they are read again.
+    pub fn apply_event(&mut self, event: Event, subject: &str, at: Timestamp) -> Applied {
         let refused = match event {
             Event::Failure(failure) => return self.count_failure(*failure, subject, at),
             Event::Strategies { files } => {
@@ -371,8 +377,9 @@ impl CallState {
         Ok(())
     }
 
-    /// Applies the entries past `reached` (the last `own` of them are this process's new
-    /// events, whose first escalations open review items): what the journal's transaction
+    /// Applies the entries past `reached` (the last `own.len()` of them are this process's new
+    /// events, whose first escalations open review items; `own` holds each of them already
+    /// read, where it could be): what the journal's transaction
     /// writes with them. With `checkpoint`, that includes every row changed since the last
     /// checkpoint, by anyone's events: the state as it stands at the journal's end, which the
     /// writer has applied whole under the journal's lock, so the rows and the position stay
@@ -380,21 +387,28 @@ impl CallState {
     pub fn follow(
         &mut self,
         entries: &[JournalEntry],
-        own: usize,
+        own: &mut [Option<Event>],
         reached: &mut i64,
         applied: &mut Vec<Applied>,
         checkpoint: bool,
     ) -> JournalWrites {
         // Only this process's new events open review items here (another process opened
         // theirs in their own transaction).
-        let own_from = entries.len().saturating_sub(own);
+        let own_from = entries.len().saturating_sub(own.len());
         let mut task_reviews = Vec::new();
         for (i, entry) in entries.iter().enumerate() {
             if entry.id <= *reached {
                 applied.push(Applied::Nothing);
                 continue;
             }
-            let outcome = self.apply(&entry.event);
+            let read = i
+                .checked_sub(own_from)
+                .and_then(|n| own.get_mut(n))
+                .and_then(Option::take);
+            let outcome = match read {
+                Some(event) => self.apply_event(event, &entry.event.subject, entry.event.at),
+                None => self.apply(&entry.event),
+            };
             if i >= own_from
                 && let Some(review) = first_escalation_review(&entry.event, &outcome)
             {
