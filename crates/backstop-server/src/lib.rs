@@ -16,6 +16,7 @@
 //!   and the constraints they enforce give, with each loaded pack's routes
 //! - `effects`: side effects: deliveries decided, the reconciliation sweep, the simulator
 //! - `notify`: notifications for people: targets subscribed, the outbox delivered, signed
+//! - `retention`: the purge `serve` runs every `[retention] every`
 //! - `routes`: one module per resource
 //! - `ui`: the operator's page at `/ui`: queue, item, resolution, fleet (signed sessions, CSRF)
 //! - `mcp`: MCP over streamable HTTP at `/mcp`, each tool call a request to the API's router
@@ -41,6 +42,7 @@ pub mod notify;
 pub mod openapi;
 pub mod outbound;
 pub mod queue;
+pub mod retention;
 pub mod routes;
 pub mod state;
 pub mod ui;
@@ -74,6 +76,7 @@ pub async fn serve(
     if let Ok(addr) = listener.local_addr() {
         effects::start(&state, addr);
     }
+    retention::start(&state);
     let limits = state.config.limits;
     let connections = connection::ConnectionLimits {
         header_read: limits.header_timeout,

@@ -5,6 +5,24 @@ use std::fmt::Write;
 use std::sync::Mutex;
 use std::time::Duration;
 
+/// The retention purge's runs and what they deleted.
+fn render_purges(c: &Counters, out: &mut String) {
+    let _ = writeln!(
+        out,
+        "# HELP backstop_purges_total Runs of the retention purge ([retention])."
+    );
+    let _ = writeln!(out, "# TYPE backstop_purges_total counter");
+    let _ = writeln!(out, "backstop_purges_total {}", c.purges);
+    let _ = writeln!(
+        out,
+        "# HELP backstop_purged_total Records the retention purge deleted, by kind."
+    );
+    let _ = writeln!(out, "# TYPE backstop_purged_total counter");
+    for (kind, n) in &c.purged {
+        let _ = writeln!(out, "backstop_purged_total{{kind=\"{kind}\"}} {n}");
+    }
+}
+
 /// The store latency buckets, in seconds.
 const BUCKETS: [f64; 8] = [
     0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.05,
@@ -24,6 +42,8 @@ struct Counters {
     dispatches: BTreeMap<String, u64>,
     deliveries: BTreeMap<&'static str, u64>,
     notifications: BTreeMap<(String, &'static str), u64>,
+    purged: BTreeMap<&'static str, u64>,
+    purges: u64,
     store_buckets: [u64; BUCKETS.len()],
     store_count: u64,
     store_sum: f64,
@@ -99,6 +119,24 @@ impl Metrics {
         });
     }
 
+    /// One run of the retention purge, and what it deleted.
+    pub fn purged(&self, purged: &backstop_store::Purged) {
+        self.with(|c| {
+            c.purges += 1;
+            for (kind, n) in [
+                ("attempts", purged.attempts),
+                ("reviews", purged.reviews),
+                ("events", purged.events),
+                ("cases", purged.cases),
+                ("dispatches", purged.dispatches),
+                ("deliveries", purged.deliveries),
+                ("notifications", purged.notifications),
+            ] {
+                *c.purged.entry(kind).or_default() += n;
+            }
+        });
+    }
+
     /// The text of `/metrics`; `breakers` is each tool's breaker state. Label values are
     /// escaped as the text format requires.
     pub fn render(&self, breakers: &[(String, &str)]) -> String {
@@ -167,6 +205,7 @@ impl Metrics {
                 "backstop_notifications_total{{target=\"{target}\",outcome=\"{outcome}\"}} {n}"
             );
         }
+        render_purges(&c, &mut out);
         let _ = writeln!(
             out,
             "# HELP backstop_breaker_state Each tool's circuit breaker (1 in its state)."

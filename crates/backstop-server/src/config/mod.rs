@@ -16,12 +16,16 @@ pub const DEFAULT_DB: &str = "./backstop.db";
 
 mod effects;
 mod notify;
+mod retention;
+
+pub use retention::Retention;
 
 pub use effects::{EffectsConfig, MIN_SECRET_CHARS, SIMULATOR_SOURCE, WebhookSource};
 pub use notify::{NotifyConfig, NotifyTarget};
 
-const TOP_KEYS: [&str; 12] = [
+const TOP_KEYS: [&str; 13] = [
     "outbound",
+    "retention",
     "notify",
     "dispatch",
     "webhooks",
@@ -73,6 +77,8 @@ pub struct Config {
     pub notify: NotifyConfig,
     /// Where the service may send requests of its own (`[outbound]`).
     pub outbound: crate::outbound::Outbound,
+    /// How long records are kept, and how often `serve` purges what is older (`[retention]`).
+    pub retention: Retention,
 }
 
 /// Request limits.
@@ -154,6 +160,7 @@ impl Default for Config {
             effects: EffectsConfig::default(),
             notify: NotifyConfig::default(),
             outbound: crate::outbound::Outbound::default(),
+            retention: Retention::default(),
         }
     }
 }
@@ -215,6 +222,7 @@ impl Config {
         }
         config.effects = effects::parse(&table, &mut issues);
         config.outbound = outbound(&table, &mut issues);
+        config.retention = retention::parse(&table, &mut issues);
         config.notify = notify::parse(&table, &mut issues);
         for (i, target) in config.notify.targets.iter().enumerate() {
             if let Err(why) = config.outbound.check_url(&target.url) {

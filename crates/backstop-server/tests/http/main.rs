@@ -24,6 +24,7 @@ mod mcp;
 mod notify;
 mod openapi;
 mod receiver;
+mod retention;
 mod snapshots;
 mod strategies;
 mod support;

@@ -132,6 +132,7 @@ pub fn start_with(change: impl FnOnce(&mut Config)) -> Server {
         outbound: backstop_server::outbound::Outbound {
             allow_loopback: true,
         },
+        retention: backstop_server::config::Retention::default(),
     };
     change(&mut config);
     start_config(config, None, dir)

@@ -530,3 +530,33 @@ fn a_batch_with_an_unlisted_contact_is_simulated_whole_on_postgres() {
     let dir = TempDir::new("batch-unlisted-pg");
     batch_with_an_unlisted_contact(&dir, &schema.url);
 }
+
+/// `[retention]` is checked like the rest of the config: a bad value is an issue at its path,
+/// and `serve` refuses to start with it.
+#[test]
+fn a_bad_retention_is_an_issue_at_its_path() {
+    let dir = TempDir::new("retention-config");
+    let config = dir.write(
+        "backstop.toml",
+        "[retention]\ndays = -3\nevery = \"whenever\"\n",
+    );
+    let checked = run(&["config", "check", arg(&config), "--json"], b"");
+    checked.expect_code(1);
+    let found = crate::support::issues_of(&checked.json()["issues"]);
+    assert!(
+        found.contains(&("retention.days".to_owned(), "out_of_range".to_owned())),
+        "{found:?}"
+    );
+    assert!(
+        found.contains(&("retention.every".to_owned(), "bad_duration".to_owned())),
+        "{found:?}"
+    );
+    let served = run(
+        &["serve", "--config", arg(&config), "--listen", "127.0.0.1:0"],
+        b"",
+    );
+    served.expect_code(2);
+    assert!(served.stderr.contains("retention.days"), "{served:?}");
+    let fine = dir.write("fine.toml", "[retention]\ndays = 0\n");
+    run(&["config", "check", arg(&fine)], b"").expect_code(0);
+}
