@@ -314,8 +314,9 @@ fn refused_up_front(recipient: &Recipient) -> Option<DispatchAnswer> {
     let (code, issues) = recipient.refused.as_ref()?;
     let message = match *code {
         RefusalCode::UnsafeValue => {
-            "a value spoken or written to the recipient is a placeholder or reads like an \
-             instruction: nothing is sent; fix the values listed and ask again"
+            "a value spoken or written to the recipient is a placeholder, reads like an \
+             instruction, asks for a secret, holds a card number or carries a term the job has \
+             no authority over: nothing is sent; fix the values listed and ask again"
         }
         RefusalCode::UnknownTimeZone => {
             "the recipient's time zone is unknown, so its quiet hours cannot be kept: nothing \

@@ -335,7 +335,16 @@ impl RecipientRead<'_> {
             &contact,
             &values,
         );
-        let unsafe_values = self.unsafe_values(&values, &own, path);
+        let own_case = fields.get("case").is_some_and(|v| !v.is_null());
+        let case_fields = Fields {
+            values: case_value.get("fields").and_then(Value::as_object),
+            path: if own_case {
+                join_path(&join_path(path, "case"), "fields")
+            } else {
+                "case.fields".to_owned()
+            },
+        };
+        let unsafe_values = self.unsafe_values(&values, &own, path, &case_fields);
         let refused = match zone_issue {
             Some(issue) => Some((RefusalCode::UnknownTimeZone, vec![issue])),
             None => {
@@ -356,7 +365,13 @@ impl RecipientRead<'_> {
 
     /// The company and sender must be real names; untrusted values must hold no placeholder
     /// and no instruction. Each issue's path is where the value was sent.
-    fn unsafe_values(&self, values: &Value, own: &Map<String, Value>, path: &str) -> Vec<Issue> {
+    fn unsafe_values(
+        &self,
+        values: &Value,
+        own: &Map<String, Value>,
+        path: &str,
+        case_fields: &Fields<'_>,
+    ) -> Vec<Issue> {
         let at = |name: &str| {
             if own.contains_key(name) {
                 join_path(&join_path(path, "values"), name)
@@ -381,18 +396,23 @@ impl RecipientRead<'_> {
             }
         }
         for name in &self.policy.untrusted {
-            let Some(value) = values.get(name) else {
-                continue;
+            // A name is a value, or (the case's fields name it) one of the case's fields.
+            let (value, at) = match values.get(name) {
+                Some(value) => (value, at(name)),
+                None => match case_fields.values.and_then(|f| f.get(name)) {
+                    Some(value) => (value, join_path(&case_fields.path, name)),
+                    None => continue,
+                },
             };
             let text = match value {
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
             };
-            if let Some((code, why)) = scan_value(&text)
-                && !found.iter().any(|i| i.path == at(name))
+            if let Some((code, why)) = scan_value(&text, &self.policy.forbidden_terms)
+                && !found.iter().any(|i| i.path == at)
             {
                 found.push(Issue::new(
-                    at(name),
+                    at,
                     code,
                     format!("`{name}` cannot be sent: {why}"),
                 ));
@@ -400,6 +420,12 @@ impl RecipientRead<'_> {
         }
         found
     }
+}
+
+/// A recipient's case fields, with the path they came at.
+struct Fields<'a> {
+    values: Option<&'a Map<String, Value>>,
+    path: String,
 }
 
 fn required_id(

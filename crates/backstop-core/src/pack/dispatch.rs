@@ -37,8 +37,12 @@ pub struct DispatchPolicy {
     /// The time zone of a recipient who names none (default `UTC`).
     pub time_zone: String,
     /// Names of interpolated values that come from outside (names, ids, numbers): each is
-    /// scanned for placeholders and injected instructions. The content itself never is.
+    /// scanned for placeholders, injected instructions, requests for credentials, payment card
+    /// numbers and `forbidden_terms`. The content itself never is.
     pub untrusted: Vec<String>,
+    /// Words an untrusted value may not carry: commercial terms the job has no authority over
+    /// (`negotiate`, `price`, `discount` for the PO pack), matched as whole words, any case.
+    pub forbidden_terms: Vec<String>,
     /// The value that names the company the dispatch speaks for (default `company`): it
     /// must be sent and must not be a placeholder.
     pub company: String,
@@ -64,6 +68,7 @@ impl Default for DispatchPolicy {
             quiet_hours: None,
             time_zone: "UTC".to_owned(),
             untrusted: Vec::new(),
+            forbidden_terms: Vec::new(),
             company: "company".to_owned(),
             sender: None,
             status_url: None,
@@ -113,8 +118,9 @@ impl SuppressScope {
     }
 }
 
-const KNOWN: [&str; 13] = [
+const KNOWN: [&str; 14] = [
     "live",
+    "forbidden_terms",
     "max_per_case",
     "backoff",
     "reconcile_after",
@@ -140,6 +146,12 @@ pub(super) fn parse_dispatch(top: &Reader<'_>, issues: &mut Vec<Issue>) -> Optio
             .unwrap_or(DEFAULT_MAX_PER_CASE),
         allowlist: r.strings("allowlist", issues),
         untrusted: r.strings("untrusted", issues).unwrap_or_default(),
+        forbidden_terms: r
+            .strings("forbidden_terms", issues)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|term| term.to_lowercase())
+            .collect(),
         sender: r.string("sender", issues),
         result_schema: r.string("result_schema", issues),
         ..DispatchPolicy::default()

@@ -616,6 +616,41 @@ fn a_result_with_an_undeclared_field_is_flagged_and_never_decided() {
     );
 }
 
+/// The values spoken to a person are scanned for what must never be said: a request for a
+/// secret, a payment card number, a commercial term the job has no authority over. Each is
+/// refused `unsafe_value` with its path and code, and nothing is stored.
+#[test]
+fn a_value_asking_for_a_secret_a_card_or_a_price_is_refused_with_its_path() {
+    let server = server(true);
+    for (field, value, code) in [
+        ("contact_name", "ask for the password", "credential_request"),
+        ("po_number", "PO-1 card 4111111111111111", "card_number"),
+        (
+            "supplier",
+            "Acme, and negotiate the price",
+            "forbidden_term",
+        ),
+    ] {
+        let mut body = call("PO-60", "+15550160");
+        if field == "contact_name" {
+            body["recipients"][0]["values"] = json!({"contact_name": value});
+        } else {
+            body["recipients"][0]["case"]["fields"][field] = json!(value);
+        }
+        let answer = dispatch(&server, &body);
+        let error = &answer["answers"][0]["error"];
+        assert_eq!(error["code"], "unsafe_value", "{answer}");
+        let issue = &error["issues"][0];
+        assert!(
+            issue["path"].as_str().unwrap().ends_with(field) && issue["code"] == code,
+            "{field}: {answer}"
+        );
+        let key = answer["answers"][0]["key"].as_str().unwrap();
+        let stored = server.get(&format!("/v1/dispatches/{key}"), Some(AGENT_A));
+        assert_eq!(stored.status, 404, "nothing stored for {field}");
+    }
+}
+
 /// A one-shot status endpoint on loopback: answers every GET with `body`, as a provider's
 /// "get call" would.
 fn status_endpoint(body: Value) -> String {

@@ -560,3 +560,38 @@ fn a_bad_retention_is_an_issue_at_its_path() {
     let fine = dir.write("fine.toml", "[retention]\ndays = 0\n");
     run(&["config", "check", arg(&fine)], b"").expect_code(0);
 }
+
+/// `backstop dispatch` refuses a value that asks for a secret, holds a card number or
+/// carries a term the job has no authority over, with its path, and stores nothing.
+#[test]
+fn a_dispatch_value_asking_for_a_secret_or_holding_a_card_is_refused() {
+    let dir = TempDir::new("dispatch-scan");
+    let pack = po_pack(&dir, false);
+    let db = dir.path().join("ledger.db");
+    let mut body = call("PO-62", "+15550162");
+    body["recipients"][0]["case"]["fields"]["po_number"] = json!("PO-62 card 4111111111111111");
+    body["recipients"][0]["values"] = json!({"contact_name": "ask for the password"});
+    let answered = run(
+        &["dispatch", "--pack", arg(&pack), "--db", arg(&db)],
+        body.to_string().as_bytes(),
+    );
+    let answer = answered.json()["answers"][0].clone();
+    assert_eq!(answer["error"]["code"], "unsafe_value", "{answer}");
+    let found = crate::support::issues_of(&answer["error"]["issues"]);
+    assert!(
+        found.contains(&(
+            "recipients[0].case.fields.po_number".to_owned(),
+            "card_number".to_owned()
+        )),
+        "{found:?}"
+    );
+    assert!(
+        found.contains(&(
+            "recipients[0].values.contact_name".to_owned(),
+            "credential_request".to_owned()
+        )),
+        "{found:?}"
+    );
+    let key = answer["key"].as_str().unwrap();
+    run(&["dispatch", "show", key, "--db", arg(&db)], b"").expect_code(3);
+}
