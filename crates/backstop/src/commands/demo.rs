@@ -1,6 +1,7 @@
 //! `backstop demo`: eight purchase orders, one batch call through the simulator, webhook
 //! deliveries (some twice, one lost), the sweep, and the PO pack's decisions, end to end on a
-//! temporary ledger.
+//! temporary ledger; then the do-not-call contact's next order (suppressed) and a batch with
+//! one contact off the allowlist (simulated whole).
 
 use std::io::{self, Write};
 use std::sync::Arc;
@@ -22,6 +23,9 @@ use crate::cli::DemoArgs;
 
 const PACK: &str = include_str!("../../../../packs/po-acknowledgement.toml");
 const CALLER: &str = "local";
+/// The one contact the demo's pack may reach live: none of the eight orders' is, so their
+/// batch goes to the simulator.
+const LISTED: &str = "+15550109001";
 
 /// One purchase order of the scenario: its number, what the supplier says, and what the PO
 /// pack should make of it.
@@ -101,6 +105,28 @@ fn batch(orders: &[Order]) -> Value {
     })
 }
 
+/// What the demo does after the eight orders, and what came of it.
+#[derive(Debug, Serialize)]
+struct Then {
+    what: String,
+    answers: Vec<String>,
+    reason: String,
+}
+
+/// A one-recipient-per-order batch of `(po, contact)`, with the eight orders' content.
+fn follow_up(orders: &[(&str, &str)]) -> Value {
+    let mut body = batch(&[]);
+    body["recipients"] = orders
+        .iter()
+        .enumerate()
+        .map(|(i, (po, contact))| {
+            json!({"id": format!("follow-up-{}", i + 1), "contact": contact,
+                   "case": {"fields": {"supplier": "Supplier 3", "po_number": po}}})
+        })
+        .collect();
+    body
+}
+
 /// A row of the table.
 #[derive(Debug, Serialize)]
 struct Row {
@@ -133,17 +159,26 @@ pub fn run(args: &DemoArgs, out: &mut impl Write, err: &mut impl Write) -> io::R
     ));
     let done = scenario(&dir, err);
     let _ = std::fs::remove_dir_all(&dir);
-    let rows = match done {
-        Ok(rows) => rows,
+    let (rows, then) = match done {
+        Ok(done) => done,
         Err(e) => {
             writeln!(err, "backstop: the demo could not run: {e}")?;
             return Ok(EXIT_ISSUES);
         }
     };
     if args.json {
-        crate::output::json_line(out, &json!({"orders": rows}))?;
+        crate::output::json_line(out, &json!({"orders": rows, "then": then}))?;
     } else {
         table(out, &rows)?;
+        for t in &then {
+            writeln!(
+                out,
+                "then: {}: {} ({})",
+                t.what,
+                t.answers.join(", "),
+                t.reason
+            )?;
+        }
     }
     Ok(EXIT_OK)
 }
@@ -169,10 +204,15 @@ fn table(out: &mut impl Write, rows: &[Row]) -> io::Result<()> {
     Ok(())
 }
 
-fn scenario(dir: &std::path::Path, err: &mut impl Write) -> io::Result<Vec<Row>> {
+fn scenario(dir: &std::path::Path, err: &mut impl Write) -> io::Result<(Vec<Row>, Vec<Then>)> {
     let packs = dir.join("packs");
     std::fs::create_dir_all(&packs)?;
-    let text = PACK.replace("quiet_hours = { start = \"20:00\", end = \"08:00\" }\n", "");
+    let text = PACK
+        .replace("quiet_hours = { start = \"20:00\", end = \"08:00\" }\n", "")
+        .replace(
+            "live = false",
+            &format!("live = true\nallowlist = [\"{LISTED}\"]"),
+        );
     std::fs::write(packs.join("po-acknowledgement.toml"), &text)?;
     let pack = parse_pack(&text).map_err(|e| io::Error::other(format!("{e:?}")))?;
     let tomorrow = (Timestamp::now() + jiff::SignedDuration::from_hours(24))
@@ -203,6 +243,8 @@ fn scenario(dir: &std::path::Path, err: &mut impl Write) -> io::Result<Vec<Row>>
         },
     );
     config.effects.sweep_interval = Duration::from_hours(1);
+    // A live key, so the allowlist decides: the demo never reaches a real contact.
+    config.effects.live_key = Some(backstop_server::effects::fresh_secret());
     let expected_sent: u64 = keys
         .iter()
         .map(|k| u64::from(plan(&config.effects.simulator, k).copies))
@@ -240,17 +282,7 @@ fn scenario(dir: &std::path::Path, err: &mut impl Write) -> io::Result<Vec<Row>>
             },
         ));
         let url = format!("http://{address}/v1/jobs/po-acknowledgement/dispatches");
-        let sent = body.to_string();
-        let reply: Value = tokio::task::spawn_blocking(move || {
-            ureq::post(&url)
-                .header("content-type", "application/json")
-                .send(&sent)?
-                .body_mut()
-                .read_json::<Value>()
-        })
-        .await
-        .map_err(io::Error::other)?
-        .map_err(io::Error::other)?;
+        let reply = post(&url, &body).await?;
         let simulated = reply["answers"].as_array().map_or(0, |a| {
             a.iter().filter(|x| x["answer"] == "simulated").count()
         });
@@ -266,10 +298,58 @@ fn scenario(dir: &std::path::Path, err: &mut impl Write) -> io::Result<Vec<Row>>
             .await
             .map_err(io::Error::other)?;
         let rows = rows(&state, &orders, &request).await?;
+        let then = then(&url).await?;
         let _ = stop.send(());
         let _ = serving.await;
-        Ok(rows)
+        Ok((rows, then))
     })
+}
+
+/// Posts a dispatch request to the demo's service: its answer.
+async fn post(url: &str, body: &Value) -> io::Result<Value> {
+    let (url, sent) = (url.to_owned(), body.to_string());
+    tokio::task::spawn_blocking(move || {
+        ureq::post(&url)
+            .header("content-type", "application/json")
+            .send(&sent)?
+            .body_mut()
+            .read_json::<Value>()
+    })
+    .await
+    .map_err(io::Error::other)?
+    .map_err(io::Error::other)
+}
+
+/// After the eight orders: PO-1003's contact asked not to be called, so its next order is
+/// suppressed; a batch with one contact off the allowlist goes to the simulator whole.
+async fn then(url: &str) -> io::Result<Vec<Then>> {
+    let mut done = Vec::new();
+    for (what, orders) in [
+        (
+            "PO-1013, to the contact of PO-1003 (who asked not to be called)",
+            vec![("PO-1013", "+15550100003")],
+        ),
+        (
+            "PO-1021 (its contact allowlisted) and PO-1022 (not) in one batch",
+            vec![("PO-1021", LISTED), ("PO-1022", "+15550109002")],
+        ),
+    ] {
+        let reply = post(url, &follow_up(&orders)).await?;
+        let answers: Vec<Value> = reply["answers"].as_array().cloned().unwrap_or_default();
+        done.push(Then {
+            what: what.to_owned(),
+            answers: answers
+                .iter()
+                .map(|a| a["answer"].as_str().unwrap_or("?").to_owned())
+                .collect(),
+            reason: answers
+                .first()
+                .and_then(|a| a["reason"].as_str())
+                .unwrap_or_default()
+                .to_owned(),
+        });
+    }
+    Ok(done)
 }
 
 /// Waits until the simulator has sent what it meant to and every delivery is decided.

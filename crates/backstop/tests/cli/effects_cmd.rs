@@ -261,10 +261,26 @@ fn the_demo_runs_the_eight_orders_end_to_end() {
         .sum();
     assert!(dropped >= 2, "{rows:?}");
     assert!(rows.iter().all(|r| r["dispatches"] == 1));
+    // Then: the do-not-call contact's next order is suppressed, and a batch with one contact
+    // off the allowlist is simulated whole.
+    let then = demo.json()["then"].clone();
+    assert_eq!(then[0]["answers"], json!(["suppressed"]), "{then}");
+    assert_eq!(
+        then[1]["answers"],
+        json!(["simulated", "simulated"]),
+        "{then}"
+    );
+    assert!(
+        then[1]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("another recipient of the batch"),
+        "{then}"
+    );
     let table = run(&["demo"], b"");
     table.expect_code(0);
     assert!(table.stdout.starts_with("PO "), "{}", table.stdout);
-    assert_eq!(table.stdout.lines().count(), 9);
+    assert_eq!(table.stdout.lines().count(), 11, "{}", table.stdout);
 }
 
 #[test]
