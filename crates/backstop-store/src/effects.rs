@@ -118,6 +118,11 @@ pub struct DispatchAnswer {
     pub dispatch: Option<DispatchRecord>,
     /// Refused: the code, message, issues and escalation.
     pub error: Option<RefusalBody>,
+    /// What a live dispatch would have been refused for (the content's checks, the pack's
+    /// `disclose_ai` and `no_cross_disclosure`), each with its path: sent to the simulator,
+    /// it goes, but the content must be fixed before it can go live.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<backstop_core::Issue>,
 }
 
 /// A dispatch request's answers.
@@ -305,7 +310,20 @@ fn blank_answer(recipient: &Recipient, kind: AnswerKind, reason: String) -> Disp
         reason,
         dispatch: None,
         error: None,
+        warnings: Vec::new(),
     }
+}
+
+/// The refusal of a live dispatch whose content fails the pack's checks: nothing is sent.
+fn refused_content(recipient: &Recipient) -> DispatchAnswer {
+    let message = "a live call must say it is an AI assistant and name the company it calls \
+                   for, and must not disclose another recipient's order: nothing is sent; fix \
+                   the content or the values listed and ask again";
+    let mut refusal = Refusal::new(RefusalCode::UnsafeValue, message);
+    refusal.error.issues.clone_from(&recipient.content_issues);
+    let mut refused = blank_answer(recipient, AnswerKind::Refused, message.to_owned());
+    refused.error = Some(refusal.error);
+    refused
 }
 
 /// The refusal of a recipient the request itself disqualifies (a placeholder or injected
@@ -413,12 +431,16 @@ fn gate_one(
         now,
     };
     let answer = match gate(&input, &facts) {
+        Verdict::Permitted(DispatchMode::Live) if !recipient.content_issues.is_empty() => {
+            refused_content(recipient)
+        }
         Verdict::Permitted(mode) => {
             let record = new_record(pack, caller, request, recipient, prior.as_ref(), mode, now);
             tx.put(&record)?;
             let (kind, reason) = permitted_words(pack, mode, context.live_key, one);
             let mut a = blank_answer(recipient, kind, reason);
             a.dispatch = Some(record);
+            a.warnings.clone_from(&recipient.content_issues);
             a
         }
         Verdict::Deferred {

@@ -17,6 +17,7 @@
 //! - `simulator`: the stand-in target, with its duplicates, delays and losses
 
 mod delivery;
+pub mod disclosure;
 mod gate;
 pub mod key;
 mod request;

@@ -57,6 +57,9 @@ pub struct Recipient {
     /// that is a placeholder, an untrusted value that holds one or an injected instruction),
     /// `unknown_time_zone`, or `duplicate_recipient`. Each issue has its path.
     pub refused: Option<(RefusalCode, Vec<Issue>)>,
+    /// What the content fails of the pack's `disclose_ai` and `no_cross_disclosure`: a live
+    /// dispatch is refused for it, a simulated one carries it as warnings.
+    pub content_issues: Vec<Issue>,
 }
 
 /// Reads a dispatch request for `pack` (which must have a `[dispatch]` table) sent by
@@ -203,6 +206,23 @@ pub fn parse_dispatch(
     }
     if !issues.is_empty() {
         return Err(issues);
+    }
+    let checked = {
+        let heard: Vec<super::disclosure::Heard<'_>> = recipients
+            .iter()
+            .zip(list)
+            .enumerate()
+            .map(|(i, (recipient, entry))| super::disclosure::Heard {
+                path: format!("recipients[{i}]"),
+                id: &recipient.id,
+                own: entry.get("values").and_then(Value::as_object),
+                case: &recipient.case,
+            })
+            .collect();
+        super::disclosure::check(policy, &content, &shared, &heard)
+    };
+    for (recipient, found) in recipients.iter_mut().zip(checked) {
+        recipient.content_issues = found;
     }
     Ok(DispatchRequest {
         batch_key: batch_key(recipients.iter().map(|r| r.key.as_str())),
@@ -360,6 +380,7 @@ impl RecipientRead<'_> {
             simulate,
             key,
             refused,
+            content_issues: Vec::new(),
         })
     }
 

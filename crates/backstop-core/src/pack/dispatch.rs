@@ -55,6 +55,12 @@ pub struct DispatchPolicy {
     pub suppress_scope: SuppressScope,
     /// A result schema file, relative to the pack, linted by `pack check`.
     pub result_schema: Option<String>,
+    /// The content must say the caller is an AI assistant and name the company it calls for:
+    /// a live dispatch that does not is refused (a simulated one warned).
+    pub disclose_ai: bool,
+    /// What one recipient of a batch hears must hold nothing that is another recipient's own
+    /// (its values, its case's fields): a live dispatch that does is refused.
+    pub no_cross_disclosure: bool,
 }
 
 impl Default for DispatchPolicy {
@@ -73,6 +79,8 @@ impl Default for DispatchPolicy {
             sender: None,
             status_url: None,
             suppress_scope: SuppressScope::Case,
+            disclose_ai: false,
+            no_cross_disclosure: false,
             result_schema: None,
         }
     }
@@ -118,8 +126,10 @@ impl SuppressScope {
     }
 }
 
-const KNOWN: [&str; 14] = [
+const KNOWN: [&str; 16] = [
     "live",
+    "disclose_ai",
+    "no_cross_disclosure",
     "forbidden_terms",
     "max_per_case",
     "backoff",
@@ -141,6 +151,8 @@ pub(super) fn parse_dispatch(top: &Reader<'_>, issues: &mut Vec<Issue>) -> Optio
     let r = Reader::new(table, "dispatch", &KNOWN, issues);
     let mut policy = DispatchPolicy {
         live: r.bool("live", issues).unwrap_or(false),
+        disclose_ai: r.bool("disclose_ai", issues).unwrap_or(false),
+        no_cross_disclosure: r.bool("no_cross_disclosure", issues).unwrap_or(false),
         max_per_case: r
             .count("max_per_case", 1, issues)
             .unwrap_or(DEFAULT_MAX_PER_CASE),

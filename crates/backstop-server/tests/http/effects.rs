@@ -76,7 +76,7 @@ fn po_case(po: &str) -> Value {
 
 fn call(po: &str, contact: &str) -> Value {
     json!({
-        "content": {"task": "Ask whether the order was received. Never ask for a password or negotiate price."},
+        "content": {"task": "Say you are an AI assistant calling for {{company}}. Ask whether the order was received. Never ask for a password or negotiate price."},
         "values": {"company": "Northwind Traders"},
         "recipients": [{"id": format!("r-{po}"), "contact": contact, "case": po_case(po)}],
     })
@@ -649,6 +649,59 @@ fn a_value_asking_for_a_secret_a_card_or_a_price_is_refused_with_its_path() {
         let stored = server.get(&format!("/v1/dispatches/{key}"), Some(AGENT_A));
         assert_eq!(stored.status, 404, "nothing stored for {field}");
     }
+}
+
+/// What a live call says (the PO pack's `disclose_ai` and `no_cross_disclosure`): content that
+/// never says the caller is an AI, or never names the company, is refused live with its path
+/// and warned when simulated; a recipient who would hear another's order is refused.
+#[test]
+fn a_live_call_says_it_is_an_ai_names_the_company_and_discloses_no_other_order() {
+    let mut body = call("PO-65", "+15550165");
+    body["content"] = json!({"task": "Ask whether the order was received."});
+    let live = server(true);
+    let refused = dispatch(&live, &body);
+    let error = &refused["answers"][0]["error"];
+    assert_eq!(error["code"], "unsafe_value", "{refused}");
+    let found: Vec<(&str, &str)> = error["issues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["path"].as_str().unwrap(), i["code"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("content", "no_ai_disclosure"),
+            ("content", "company_not_named")
+        ]
+    );
+    let key = refused["answers"][0]["key"].as_str().unwrap();
+    assert_eq!(
+        live.get(&format!("/v1/dispatches/{key}"), Some(AGENT_A))
+            .status,
+        404
+    );
+    // Simulated, it goes, and says what a live call would be refused for.
+    let simulated = dispatch(&server(false), &body);
+    assert_eq!(
+        simulated["answers"][0]["answer"], "simulated",
+        "{simulated}"
+    );
+    assert_eq!(
+        simulated["answers"][0]["warnings"][0]["code"], "no_ai_disclosure",
+        "{simulated}"
+    );
+    // A shared value that is one recipient's order is not for the other's ears.
+    let mut batch = call("PO-66", "+15550166");
+    batch["values"]["po_number"] = json!("PO-66");
+    let second = json!({"id": "r2", "contact": "+15550167",
+        "case": {"fields": {"supplier": "Acme Supply", "po_number": "PO-67"}}});
+    batch["recipients"].as_array_mut().unwrap().push(second);
+    let answer = dispatch(&live, &batch);
+    assert_eq!(answer["answers"][0]["answer"], "permitted", "{answer}");
+    let error = &answer["answers"][1]["error"];
+    assert_eq!(error["issues"][0]["path"], "values.po_number", "{answer}");
+    assert_eq!(error["issues"][0]["code"], "cross_disclosure", "{answer}");
 }
 
 /// A one-shot status endpoint on loopback: answers every GET with `body`, as a provider's

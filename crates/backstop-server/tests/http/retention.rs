@@ -88,7 +88,7 @@ fn serve_purges_past_retention_on_its_schedule_and_keeps_what_decisions_need() {
     );
     // The suppression stays: the contact is still refused.
     let body = json!({
-        "content": {"task": "Ask whether the order was received."},
+        "content": {"task": "Say you are an AI assistant calling for {{company}}. Ask whether the order was received."},
         "values": {"company": "Northwind Traders"},
         "recipients": [{"id": "r1", "contact": "+15550177",
                         "case": {"fields": {"supplier": "Acme Supply", "po_number": "PO-77"}}}],

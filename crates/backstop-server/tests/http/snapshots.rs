@@ -201,7 +201,7 @@ fn a_dispatch_answer() {
         config.effects.live_key = Some("live-key-0123456789abcdef".to_owned());
     });
     let call = json!({
-        "content": {"task": "Ask whether the order was received."},
+        "content": {"task": "Say you are an AI assistant calling for {{company}}. Ask whether the order was received."},
         "values": {"company": "Northwind Traders"},
         "recipients": [{"id": "r-1", "contact": "+15550101",
                         "case": {"fields": {"supplier": "Acme Supply", "po_number": "PO-1"}}}],

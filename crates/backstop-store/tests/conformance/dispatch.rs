@@ -29,7 +29,7 @@ pub fn po_live() -> Arc<Pack> {
 /// A one-recipient dispatch request for the PO `po`.
 pub fn call(po: &str, recipient: &str, contact: &str) -> Value {
     json!({
-        "content": {"task": "Ask whether the purchase order was received and when it ships."},
+        "content": {"task": "Say you are an AI assistant calling for {{company}}. Ask whether the purchase order was received and when it ships."},
         "values": {"company": "Northwind Traders"},
         "recipients": [{"id": recipient, "contact": contact,
                         "case": {"fields": {"supplier": "Acme Supply", "po_number": po}}}],
@@ -346,7 +346,7 @@ pub fn a_batch_with_one_unlisted_contact_is_simulated_whole(store: &dyn Store) {
                        "case": {"fields": {"supplier": "Acme Supply", "po_number": po}}})
             })
             .collect();
-        json!({"content": {"task": "Ask whether the purchase order was received."},
+        json!({"content": {"task": "Say you are an AI assistant calling for {{company}}. Ask whether the purchase order was received."},
                "values": {"company": "Northwind Traders"}, "recipients": recipients})
     };
     let listed = dispatch(

@@ -26,7 +26,7 @@ fn po_pack(dir: &TempDir, live: bool) -> std::path::PathBuf {
 
 fn call(po: &str, contact: &str) -> Value {
     json!({
-        "content": {"task": "Ask whether the order was received; never ask for a password."},
+        "content": {"task": "Say you are an AI assistant calling for {{company}}. Ask whether the order was received; never ask for a password."},
         "values": {"company": "Northwind Traders"},
         "recipients": [{"id": format!("r-{po}"), "contact": contact,
                         "case": {"fields": {"supplier": "Acme Supply", "po_number": po}},
@@ -64,7 +64,7 @@ fn dispatch_key_and_outcome_through_the_binary() {
     let reordered = r#"{"recipients": [{"case": {"fields": {"po_number": "PO-1", "supplier": "Acme Supply"}},
         "contact": "+15550101", "id": "r-PO-1", "simulate": {}}],
         "values": {"company": "Northwind Traders"},
-        "content": {"task": "Ask whether the order was received; never ask for a password."}}"#;
+        "content": {"task": "Say you are an AI assistant calling for {{company}}. Ask whether the order was received; never ask for a password."}}"#;
     let keys = run(&["key", "--pack", arg(&pack)], reordered.as_bytes());
     keys.expect_code(0);
     assert_eq!(keys.json()["recipients"][0]["key"], json!(key));
@@ -610,4 +610,47 @@ fn a_dispatch_value_asking_for_a_secret_or_holding_a_card_is_refused() {
     );
     let key = answer["key"].as_str().unwrap();
     run(&["dispatch", "show", key, "--db", arg(&db)], b"").expect_code(3);
+}
+
+/// `backstop dispatch`: content that never says the caller is an AI is refused live (with
+/// its path) and warned when it goes to the simulator.
+#[test]
+fn a_dispatch_that_never_says_it_is_an_ai_is_refused_live_and_warned_simulated() {
+    let dir = TempDir::new("dispatch-disclose");
+    let mut body = call("PO-63", "+15550163");
+    body["content"] = json!({"task": "Calling for {{company}} about an order."});
+    let simulated_pack = po_pack(&dir, false);
+    let db = dir.path().join("ledger.db");
+    let simulated = run(
+        &["dispatch", "--pack", arg(&simulated_pack), "--db", arg(&db)],
+        body.to_string().as_bytes(),
+    );
+    let answer = simulated.json()["answers"][0].clone();
+    assert_eq!(answer["answer"], "simulated", "{answer}");
+    assert_eq!(answer["warnings"][0]["path"], "content", "{answer}");
+    assert_eq!(
+        answer["warnings"][0]["code"], "no_ai_disclosure",
+        "{answer}"
+    );
+    let live_pack = po_pack(&dir, true);
+    let config = dir.write(
+        "backstop.toml",
+        &format!("[dispatch]\nlive_key = \"{LIVE_KEY}\"\n"),
+    );
+    let live_db = dir.path().join("live.db");
+    let refused = run(
+        &[
+            "dispatch",
+            "--pack",
+            arg(&live_pack),
+            "--db",
+            arg(&live_db),
+            "--config",
+            arg(&config),
+        ],
+        body.to_string().as_bytes(),
+    );
+    let answer = refused.json()["answers"][0].clone();
+    assert_eq!(answer["error"]["code"], "unsafe_value", "{answer}");
+    assert_eq!(answer["error"]["issues"][0]["code"], "no_ai_disclosure");
 }
