@@ -195,6 +195,65 @@ pub struct DeliveryWrites {
     pub detail: String,
 }
 
+/// A suppression as the ledger keeps it: in force, or lifted by an operator.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SuppressionRecord {
+    /// Whose contact it is.
+    pub caller: String,
+    /// The job.
+    pub job: String,
+    /// The contact.
+    pub contact: String,
+    /// The one case it holds for; `None`: every case of the caller's on the job.
+    pub case_id: Option<String>,
+    /// When it was put on the list.
+    pub at: Timestamp,
+    /// Why (the outcome that asked for it, `do_not_call`).
+    pub reason: String,
+    /// Its lifting, once an operator lifted it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lifted: Option<Lifted>,
+}
+
+/// Who lifted a suppression, when and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Lifted {
+    /// When.
+    pub at: Timestamp,
+    /// The operator.
+    pub by: String,
+    /// Why, in their words.
+    pub why: String,
+}
+
+/// Which suppressions to list.
+#[derive(Debug, Clone, Default)]
+pub struct SuppressionFilter {
+    /// Only this caller's.
+    pub caller: Option<String>,
+    /// Only this job's.
+    pub job: Option<String>,
+    /// Only this contact's.
+    pub contact: Option<String>,
+    /// Lifted ones instead of those in force.
+    pub lifted: bool,
+}
+
+/// The refusal of a lift with nothing to lift.
+pub(crate) fn not_in_force(
+    caller: &str,
+    job: &str,
+    contact: &str,
+    case_id: Option<&str>,
+) -> StoreError {
+    let scope = case_id.map_or_else(|| "every case".to_owned(), |case| format!("case `{case}`"));
+    StoreError::NotFound(format!(
+        "no suppression of `{contact}` for `{caller}` on `{job}` ({scope}) is in force"
+    ))
+}
+
 /// A contact put on the suppression list: for one case, or (`case_id` `None`) for every case
 /// of the caller's on the job.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -56,7 +56,8 @@ mod sqlite;
 pub use backstop_core as core;
 pub use effects::{
     AnswerKind, DeliveryRecord, DeliveryWrites, DispatchAnswer, DispatchContext, DispatchFilter,
-    DispatchRecord, DispatchReply, DispatchUpdate, Suppression,
+    DispatchRecord, DispatchReply, DispatchUpdate, Lifted, Suppression, SuppressionFilter,
+    SuppressionRecord,
 };
 pub use notify::{NotificationFilter, NotificationRecord, NotifyOutcome, Subscription};
 #[cfg(feature = "postgres")]
@@ -373,6 +374,28 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         reason: &str,
         now: Timestamp,
     ) -> Result<(), StoreError>;
+
+    /// Suppressions in force (or, with `filter.lifted`, lifted ones), newest first.
+    fn suppressions(
+        &self,
+        filter: &SuppressionFilter,
+    ) -> Result<Vec<SuppressionRecord>, StoreError>;
+
+    /// Lifts the suppression of `contact` for `caller` on `job` (for one case, or with
+    /// `case_id` `None` the one for every case), keeping who lifted it, when and why, in one
+    /// transaction: the contact may be reached again.
+    ///
+    /// # Errors
+    /// `NotFound` when no such suppression is in force.
+    #[allow(clippy::too_many_arguments)]
+    fn lift_suppression(
+        &self,
+        caller: &str,
+        job: &str,
+        contact: &str,
+        case_id: Option<&str>,
+        lifted: &Lifted,
+    ) -> Result<SuppressionRecord, StoreError>;
 
     /// Replaces the ledger's notification subscriptions (which targets each kind of event is
     /// enqueued for, from the next transaction on), and gives up the pending notifications of

@@ -162,6 +162,12 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             commands::review::resolve(&args, &mut out, &mut err)?
         }
         Command::Purge(args) => commands::purge::run(&args, &mut out, &mut err)?,
+        Command::Suppress(cli::SuppressCommand::List(args)) => {
+            commands::suppress::list(&args, &mut out, &mut err)?
+        }
+        Command::Suppress(cli::SuppressCommand::Lift(args)) => {
+            commands::suppress::lift(&args, &mut out, &mut err)?
+        }
         Command::Notify(cli::NotifyCommand::List(args)) => {
             commands::notify::list(&args, &mut out, &mut err)?
         }

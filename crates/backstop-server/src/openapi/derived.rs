@@ -6,7 +6,9 @@ use serde_json::Value;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{cases, classify, dispatches, health, jobs, recover, reviews, tasks, webhooks};
+use crate::routes::{
+    cases, classify, dispatches, health, jobs, recover, reviews, suppressions, tasks, webhooks,
+};
 
 /// The service's OpenAPI document.
 #[derive(Debug, OpenApi)]
@@ -30,6 +32,8 @@ use crate::routes::{cases, classify, dispatches, health, jobs, recover, reviews,
         webhooks::receive,
         reviews::list,
         reviews::resolve,
+        suppressions::list,
+        suppressions::lift,
         health::healthz,
         health::readyz,
         health::metrics,

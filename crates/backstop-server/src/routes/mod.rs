@@ -21,6 +21,7 @@ pub mod health;
 pub mod jobs;
 pub mod recover;
 pub mod reviews;
+pub mod suppressions;
 pub mod tasks;
 pub mod webhooks;
 
@@ -75,6 +76,8 @@ fn api_routes(state: Arc<AppState>) -> Router {
         .route("/v1/dispatches/{key}/outcome", post(dispatches::outcome))
         .route("/v1/reviews", get(reviews::list))
         .route("/v1/reviews/{id}/resolve", post(reviews::resolve))
+        .route("/v1/suppressions", get(suppressions::list))
+        .route("/v1/suppressions/lift", post(suppressions::lift))
         .route_layer(middleware::from_fn_with_state(
             Arc::clone(&state),
             authenticate,

@@ -704,6 +704,74 @@ fn a_live_call_says_it_is_an_ai_names_the_company_and_discloses_no_other_order()
     assert_eq!(error["issues"][0]["code"], "cross_disclosure", "{answer}");
 }
 
+/// Only an operator lifts a suppression, with a reason; who, when and why is kept, and the
+/// contact may be reached again.
+#[test]
+fn an_operator_lifts_a_suppression_and_the_record_keeps_who_when_and_why() {
+    let server = server(true);
+    let suppressed =
+        |po: &str| dispatch(&server, &call(po, "+15550195"))["answers"][0]["answer"].clone();
+    server
+        .state
+        .store
+        .suppress(
+            "agent-a",
+            "po-acknowledgement",
+            "+15550195",
+            None,
+            "do_not_call",
+            jiff::Timestamp::now(),
+        )
+        .unwrap();
+    assert_eq!(suppressed("PO-95"), "suppressed");
+    let agent = server.get("/v1/suppressions", Some(AGENT_A));
+    assert_eq!(
+        (agent.status, agent.refused()),
+        (403, "forbidden".to_owned())
+    );
+    let in_force = server.get("/v1/suppressions?contact=%2B15550195", Some(OPERATOR));
+    assert_eq!(in_force.status, 200, "{}", in_force.text);
+    assert_eq!(in_force.json()["suppressions"][0]["reason"], "do_not_call");
+    let body = json!({"caller": "agent-a", "job": "po-acknowledgement", "contact": "+15550195",
+                      "reason": "the supplier asked to be called again"});
+    let by_agent = server.post("/v1/suppressions/lift", Some(AGENT_A), &body);
+    assert_eq!(by_agent.status, 403, "{}", by_agent.text);
+    let mut no_reason = body.clone();
+    no_reason["reason"] = json!(" ");
+    let refused = server.post("/v1/suppressions/lift", Some(OPERATOR), &no_reason);
+    assert_eq!(
+        (refused.status, refused.refused()),
+        (400, "malformed".to_owned())
+    );
+    assert_eq!(
+        suppressed("PO-96"),
+        "suppressed",
+        "a refused lift changes nothing"
+    );
+    let lifted = server.post("/v1/suppressions/lift", Some(OPERATOR), &body);
+    assert_eq!(lifted.status, 200, "{}", lifted.text);
+    assert_eq!(lifted.json()["lifted"]["by"], "dana");
+    let history = server
+        .get("/v1/suppressions?lifted=true", Some(OPERATOR))
+        .json();
+    assert_eq!(
+        history["suppressions"][0]["lifted"]["why"],
+        "the supplier asked to be called again"
+    );
+    assert!(
+        server.get("/v1/suppressions", Some(OPERATOR)).json()["suppressions"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(suppressed("PO-97"), "permitted");
+    let again = server.post("/v1/suppressions/lift", Some(OPERATOR), &body);
+    assert_eq!(
+        (again.status, again.refused()),
+        (404, "not_found".to_owned())
+    );
+}
+
 /// A one-shot status endpoint on loopback: answers every GET with `body`, as a provider's
 /// "get call" would.
 fn status_endpoint(body: Value) -> String {

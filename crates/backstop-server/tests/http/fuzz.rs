@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::support::{OPERATOR, Server, start_with};
 
 /// Every route, with `{}` where an id goes.
-const ROUTES: [(&str, &str); 28] = [
+const ROUTES: [(&str, &str); 30] = [
     ("POST", "/v1/classify"),
     ("POST", "/v1/recover"),
     ("POST", "/v1/outcomes"),
@@ -27,6 +27,8 @@ const ROUTES: [(&str, &str); 28] = [
     ("POST", "/v1/dispatches/{}/outcome"),
     ("GET", "/v1/reviews"),
     ("POST", "/v1/reviews/{}/resolve"),
+    ("GET", "/v1/suppressions"),
+    ("POST", "/v1/suppressions/lift"),
     ("POST", "/v1/webhooks/{}"),
     ("GET", "/healthz"),
     ("GET", "/readyz"),

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use crate::support::{AGENT_A, Answer, OPERATOR, Server, start, vendor};
 
 /// Every route the router serves.
-const ROUTES: [(&str, &str); 20] = [
+const ROUTES: [(&str, &str); 22] = [
     ("post", "/v1/classify"),
     ("post", "/v1/recover"),
     ("post", "/v1/outcomes"),
@@ -18,6 +18,8 @@ const ROUTES: [(&str, &str); 20] = [
     ("get", "/v1/jobs/{job}/cases/{id}"),
     ("get", "/v1/reviews"),
     ("post", "/v1/reviews/{id}/resolve"),
+    ("get", "/v1/suppressions"),
+    ("post", "/v1/suppressions/lift"),
     ("get", "/healthz"),
     ("get", "/readyz"),
     ("get", "/metrics"),

@@ -16,7 +16,8 @@ use crate::StoreError;
 use crate::codec::timestamp;
 use crate::effects::{
     DeliveryRecord, DeliveryWrites, DispatchContext, DispatchFilter, DispatchRecord, DispatchReply,
-    DispatchUpdate, EffectsTx, json_of, mode_of, run_dispatch, state_of,
+    DispatchUpdate, EffectsTx, Lifted, SuppressionFilter, SuppressionRecord, json_of, mode_of,
+    run_dispatch, state_of,
 };
 
 const DISPATCH_COLUMNS: &str = "key, batch_key, caller, job, case_id, case_ref, recipient, contact,
@@ -377,6 +378,95 @@ pub fn suppress(
         ],
     )?;
     Ok(())
+}
+
+/// Suppressions in force, or lifted ones, newest first (at most 1,000).
+pub fn suppressions(
+    client: &mut Client,
+    filter: &SuppressionFilter,
+) -> Result<Vec<SuppressionRecord>, StoreError> {
+    let sql = if filter.lifted {
+        "SELECT caller, job, contact, case_id, suppressed_at, reason, lifted_at, lifted_by, why
+         FROM suppression_lifts
+         WHERE ($1::TEXT IS NULL OR caller = $1) AND ($2::TEXT IS NULL OR job = $2)
+           AND ($3::TEXT IS NULL OR contact = $3)
+         ORDER BY lifted_at DESC LIMIT 1000"
+    } else {
+        "SELECT caller, job, contact, case_id, at, reason, NULL::BIGINT, NULL::TEXT, NULL::TEXT
+         FROM suppressions
+         WHERE ($1::TEXT IS NULL OR caller = $1) AND ($2::TEXT IS NULL OR job = $2)
+           AND ($3::TEXT IS NULL OR contact = $3)
+         ORDER BY at DESC LIMIT 1000"
+    };
+    let rows = client.query(sql, &[&filter.caller, &filter.job, &filter.contact])?;
+    rows.iter()
+        .map(|row| {
+            let case: String = row.get(3);
+            let lifted_at: Option<i64> = row.get(6);
+            Ok(SuppressionRecord {
+                caller: row.get(0),
+                job: row.get(1),
+                contact: row.get(2),
+                case_id: Some(case).filter(|c| !c.is_empty()),
+                at: timestamp(row.get(4))?,
+                reason: row.get(5),
+                lifted: match lifted_at {
+                    Some(at) => Some(Lifted {
+                        at: timestamp(at)?,
+                        by: row.get(7),
+                        why: row.get(8),
+                    }),
+                    None => None,
+                },
+            })
+        })
+        .collect()
+}
+
+/// Lifts a suppression in force, keeping who lifted it, when and why, in one transaction.
+pub fn lift(
+    client: &mut Client,
+    key: (&str, &str, &str, Option<&str>),
+    lifted: &Lifted,
+) -> Result<SuppressionRecord, StoreError> {
+    let (caller, job, contact, case_id) = key;
+    let case = case_id.unwrap_or("");
+    let mut tx = client.transaction()?;
+    let removed = tx.query_opt(
+        "DELETE FROM suppressions WHERE caller = $1 AND job = $2 AND contact = $3 AND case_id = $4
+         RETURNING at, reason",
+        &[&caller, &job, &contact, &case],
+    )?;
+    let Some(row) = removed else {
+        return Err(crate::effects::not_in_force(caller, job, contact, case_id));
+    };
+    let (at, reason): (i64, String) = (row.get(0), row.get(1));
+    tx.execute(
+        "INSERT INTO suppression_lifts (caller, job, contact, case_id, suppressed_at, reason,
+                                        lifted_at, lifted_by, why)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        &[
+            &caller,
+            &job,
+            &contact,
+            &case,
+            &at,
+            &reason,
+            &lifted.at.as_millisecond(),
+            &lifted.by,
+            &lifted.why,
+        ],
+    )?;
+    tx.commit()?;
+    Ok(SuppressionRecord {
+        caller: caller.to_owned(),
+        job: job.to_owned(),
+        contact: contact.to_owned(),
+        case_id: case_id.map(str::to_owned),
+        at: timestamp(at)?,
+        reason,
+        lifted: Some(lifted.clone()),
+    })
 }
 
 /// What deciding a delivery writes after its attempt, in the attempt's transaction.

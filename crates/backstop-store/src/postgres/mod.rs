@@ -27,8 +27,9 @@ use backstop_core::effects::{DispatchRequest, DispatchState};
 use crate::{
     AttemptCount, CallEvent, CaseRecord, DeliveryRecord, DeliveryWrites, DispatchContext,
     DispatchFilter, DispatchRecord, DispatchReply, DispatchUpdate, JournalEntry, JournalWrites,
-    NotificationFilter, NotificationRecord, NotifyOutcome, Purged, Reply, Resolution, ReviewFilter,
-    ReviewItem, StateRow, Store, StoreError, Subscription, TaskEscalation,
+    Lifted, NotificationFilter, NotificationRecord, NotifyOutcome, Purged, Reply, Resolution,
+    ReviewFilter, ReviewItem, StateRow, Store, StoreError, Subscription, SuppressionFilter,
+    SuppressionRecord, TaskEscalation,
 };
 
 mod call_state;
@@ -352,6 +353,24 @@ impl Store for PostgresStore {
         now: Timestamp,
     ) -> Result<(), StoreError> {
         self.side(|c| effects::suppress(c, caller, job, contact, case_id, reason, now))
+    }
+
+    fn suppressions(
+        &self,
+        filter: &SuppressionFilter,
+    ) -> Result<Vec<SuppressionRecord>, StoreError> {
+        self.side(|c| effects::suppressions(c, filter))
+    }
+
+    fn lift_suppression(
+        &self,
+        caller: &str,
+        job: &str,
+        contact: &str,
+        case_id: Option<&str>,
+        lifted: &Lifted,
+    ) -> Result<SuppressionRecord, StoreError> {
+        self.side(|c| effects::lift(c, (caller, job, contact, case_id), lifted))
     }
 
     fn subscribe_notifications(

@@ -5,7 +5,7 @@ use postgres::Client;
 use crate::StoreError;
 
 /// The migrations, in order; the same tables as the `SQLite` store's.
-const MIGRATIONS: [&str; 8] = [
+const MIGRATIONS: [&str; 9] = [
     r"
 CREATE TABLE cases (
     caller       TEXT    NOT NULL,
@@ -234,6 +234,21 @@ BEGIN
     UPDATE call_position SET position = GREATEST(position, p_position) WHERE id = 1;
 END
 $$;
+",
+    // Lifted suppressions: who lifted each, when and why, kept beside what it was.
+    r"
+CREATE TABLE suppression_lifts (
+    caller        TEXT    NOT NULL,
+    job           TEXT    NOT NULL,
+    contact       TEXT    NOT NULL,
+    case_id       TEXT    NOT NULL,
+    suppressed_at BIGINT  NOT NULL,
+    reason        TEXT    NOT NULL,
+    lifted_at     BIGINT  NOT NULL,
+    lifted_by     TEXT    NOT NULL,
+    why           TEXT    NOT NULL
+);
+CREATE INDEX suppression_lifts_contact ON suppression_lifts (job, contact);
 ",
 ];
 

@@ -11,7 +11,7 @@ use crate::StoreError;
 use crate::codec::{millis, timestamp};
 use crate::effects::{
     DeliveryRecord, DeliveryWrites, DispatchContext, DispatchFilter, DispatchRecord, DispatchReply,
-    DispatchUpdate, EffectsTx, run_dispatch,
+    DispatchUpdate, EffectsTx, Lifted, SuppressionFilter, SuppressionRecord, run_dispatch,
 };
 
 const DISPATCH_COLUMNS: &str = "key, batch_key, caller, job, case_id, case_ref, recipient, contact,
@@ -338,6 +338,109 @@ pub fn suppress(
             reason
         ])?;
     Ok(())
+}
+
+/// Suppressions in force, or lifted ones, newest first (at most 1,000).
+pub fn suppressions(
+    connection: &Connection,
+    filter: &SuppressionFilter,
+) -> Result<Vec<SuppressionRecord>, StoreError> {
+    let sql = if filter.lifted {
+        "SELECT caller, job, contact, case_id, suppressed_at, reason, lifted_at, lifted_by, why
+         FROM suppression_lifts
+         WHERE (?1 IS NULL OR caller = ?1) AND (?2 IS NULL OR job = ?2)
+           AND (?3 IS NULL OR contact = ?3)
+         ORDER BY lifted_at DESC LIMIT 1000"
+    } else {
+        "SELECT caller, job, contact, case_id, at, reason, NULL, NULL, NULL FROM suppressions
+         WHERE (?1 IS NULL OR caller = ?1) AND (?2 IS NULL OR job = ?2)
+           AND (?3 IS NULL OR contact = ?3)
+         ORDER BY at DESC LIMIT 1000"
+    };
+    let mut statement = connection.prepare_cached(sql)?;
+    let rows = statement.query_map(params![filter.caller, filter.job, filter.contact], |row| {
+        let lifted_at: Option<i64> = row.get(6)?;
+        Ok((
+            SuppressionRecord {
+                caller: row.get(0)?,
+                job: row.get(1)?,
+                contact: row.get(2)?,
+                case_id: Some(row.get::<_, String>(3)?).filter(|c| !c.is_empty()),
+                at: Timestamp::UNIX_EPOCH,
+                reason: row.get(5)?,
+                lifted: None,
+            },
+            row.get::<_, i64>(4)?,
+            lifted_at.map(|at| (at, row.get::<_, String>(7), row.get::<_, String>(8))),
+        ))
+    })?;
+    let mut found = Vec::new();
+    for row in rows {
+        let (mut record, at, lifted) = row?;
+        record.at = timestamp(at)?;
+        if let Some((at, by, why)) = lifted {
+            record.lifted = Some(Lifted {
+                at: timestamp(at)?,
+                by: by?,
+                why: why?,
+            });
+        }
+        found.push(record);
+    }
+    Ok(found)
+}
+
+/// Lifts a suppression in force, keeping who lifted it, when and why, in one transaction.
+pub fn lift(
+    connection: &mut Connection,
+    key: (&str, &str, &str, Option<&str>),
+    lifted: &Lifted,
+) -> Result<SuppressionRecord, StoreError> {
+    let (caller, job, contact, case_id) = key;
+    let case = case_id.unwrap_or("");
+    let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let found: Option<(i64, String)> = tx
+        .prepare_cached(
+            "SELECT at, reason FROM suppressions
+             WHERE caller = ?1 AND job = ?2 AND contact = ?3 AND case_id = ?4",
+        )?
+        .query_row(params![caller, job, contact, case], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })
+        .optional()?;
+    let Some((at, reason)) = found else {
+        return Err(crate::effects::not_in_force(caller, job, contact, case_id));
+    };
+    tx.prepare_cached(
+        "INSERT INTO suppression_lifts (caller, job, contact, case_id, suppressed_at, reason,
+                                        lifted_at, lifted_by, why)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![
+        caller,
+        job,
+        contact,
+        case,
+        at,
+        reason,
+        millis(lifted.at),
+        lifted.by,
+        lifted.why
+    ])?;
+    tx.prepare_cached(
+        "DELETE FROM suppressions WHERE caller = ?1 AND job = ?2 AND contact = ?3 AND case_id = ?4",
+    )?
+    .execute(params![caller, job, contact, case])?;
+    tx.commit()?;
+    Ok(SuppressionRecord {
+        caller: caller.to_owned(),
+        job: job.to_owned(),
+        contact: contact.to_owned(),
+        case_id: case_id.map(str::to_owned),
+        at: timestamp(at)?,
+        reason,
+        lifted: Some(lifted.clone()),
+    })
 }
 
 /// What deciding a delivery writes after its attempt, in the attempt's transaction.

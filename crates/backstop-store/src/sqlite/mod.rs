@@ -24,8 +24,9 @@ use backstop_core::effects::{DispatchRequest, DispatchState};
 use crate::{
     AttemptCount, CallEvent, CaseRecord, DeliveryRecord, DeliveryWrites, DispatchContext,
     DispatchFilter, DispatchRecord, DispatchReply, DispatchUpdate, JournalEntry, JournalWrites,
-    NotificationFilter, NotificationRecord, NotifyOutcome, Purged, Reply, Resolution, ReviewFilter,
-    ReviewItem, StateRow, Store, StoreError, Subscription, TaskEscalation,
+    Lifted, NotificationFilter, NotificationRecord, NotifyOutcome, Purged, Reply, Resolution,
+    ReviewFilter, ReviewItem, StateRow, Store, StoreError, Subscription, SuppressionFilter,
+    SuppressionRecord, TaskEscalation,
 };
 
 mod call_state;
@@ -355,6 +356,24 @@ impl Store for SqliteStore {
         now: Timestamp,
     ) -> Result<(), StoreError> {
         self.write(|c| effects::suppress(c, caller, job, contact, case_id, reason, now))
+    }
+
+    fn suppressions(
+        &self,
+        filter: &SuppressionFilter,
+    ) -> Result<Vec<SuppressionRecord>, StoreError> {
+        self.read(|c| effects::suppressions(c, filter))
+    }
+
+    fn lift_suppression(
+        &self,
+        caller: &str,
+        job: &str,
+        contact: &str,
+        case_id: Option<&str>,
+        lifted: &Lifted,
+    ) -> Result<SuppressionRecord, StoreError> {
+        self.write(|c| effects::lift(c, (caller, job, contact, case_id), lifted))
     }
 
     fn subscribe_notifications(

@@ -9,7 +9,7 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use crate::StoreError;
 
 /// The migrations, in order; `PRAGMA user_version` records how many have run.
-const MIGRATIONS: [&str; 8] = [
+const MIGRATIONS: [&str; 9] = [
     r"
 CREATE TABLE cases (
     caller       TEXT    NOT NULL,
@@ -239,6 +239,21 @@ ALTER TABLE reviews_once RENAME TO reviews;
 CREATE INDEX reviews_case ON reviews (caller, job, case_id) WHERE resolved_at IS NULL;
 CREATE INDEX reviews_resolved ON reviews (resolved_at);
 CREATE INDEX reviews_task ON reviews (caller, case_id) WHERE kind = 'task' AND resolved_at IS NULL;
+",
+    // Lifted suppressions: who lifted each, when and why, kept beside what it was.
+    r"
+CREATE TABLE suppression_lifts (
+    caller        TEXT    NOT NULL,
+    job           TEXT    NOT NULL,
+    contact       TEXT    NOT NULL,
+    case_id       TEXT    NOT NULL,
+    suppressed_at INTEGER NOT NULL,
+    reason        TEXT    NOT NULL,
+    lifted_at     INTEGER NOT NULL,
+    lifted_by     TEXT    NOT NULL,
+    why           TEXT    NOT NULL
+);
+CREATE INDEX suppression_lifts_contact ON suppression_lifts (job, contact);
 ",
 ];
 

@@ -377,3 +377,63 @@ pub fn a_batch_with_one_unlisted_contact_is_simulated_whole(store: &dyn Store) {
         mixed.answers[0].reason
     );
 }
+
+/// A suppression is lifted by an operator, with who, when and why kept: the contact may be
+/// reached again; a second lift finds nothing in force.
+pub fn a_lifted_suppression_is_kept_with_who_when_and_why(store: &dyn Store) {
+    use backstop_store::{Lifted, StoreError, SuppressionFilter};
+    let pack = po_live();
+    store
+        .suppress("agent", &pack.job, "+15550190", None, "do_not_call", at(0))
+        .unwrap();
+    let in_force = store.suppressions(&SuppressionFilter::default()).unwrap();
+    assert_eq!(in_force.len(), 1);
+    assert_eq!(
+        (in_force[0].contact.as_str(), in_force[0].case_id.as_deref()),
+        ("+15550190", None)
+    );
+    assert_eq!(
+        kinds(&dispatch(
+            store,
+            &pack,
+            &call("PO-90", "r1", "+15550190"),
+            at(1)
+        )),
+        [AnswerKind::Suppressed]
+    );
+    let lifted = Lifted {
+        at: at(2),
+        by: "dana".to_owned(),
+        why: "the supplier asked to be called again".to_owned(),
+    };
+    let done = store
+        .lift_suppression("agent", &pack.job, "+15550190", None, &lifted)
+        .unwrap();
+    assert_eq!(done.lifted.as_ref(), Some(&lifted));
+    assert!(
+        store
+            .suppressions(&SuppressionFilter::default())
+            .unwrap()
+            .is_empty()
+    );
+    let history = store
+        .suppressions(&SuppressionFilter {
+            lifted: true,
+            ..SuppressionFilter::default()
+        })
+        .unwrap();
+    assert_eq!(history.len(), 1);
+    assert_eq!(history[0].lifted.as_ref(), Some(&lifted));
+    assert_eq!(history[0].reason, "do_not_call");
+    assert_eq!(
+        kinds(&dispatch(
+            store,
+            &pack,
+            &call("PO-91", "r1", "+15550190"),
+            at(3)
+        )),
+        [AnswerKind::Permitted]
+    );
+    let again = store.lift_suppression("agent", &pack.job, "+15550190", None, &lifted);
+    assert!(matches!(again, Err(StoreError::NotFound(_))), "{again:?}");
+}

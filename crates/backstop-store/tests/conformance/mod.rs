@@ -76,6 +76,7 @@ macro_rules! conformance_suite {
             dispatch::a_settled_dispatch_never_moves_back,
             dispatch::a_do_not_call_decision_suppresses_the_cases_contact,
             dispatch::a_batch_with_one_unlisted_contact_is_simulated_whole,
+            dispatch::a_lifted_suppression_is_kept_with_who_when_and_why,
             notify::a_held_case_is_notified_once_per_subscribed_target,
             notify::nothing_is_enqueued_without_a_subscriber,
             notify::an_attempt_limit_refusal_is_notified_once_per_cycle,

@@ -8,6 +8,7 @@ mod cases;
 mod effects;
 mod notify;
 mod service;
+mod suppress;
 
 pub use cases::{
     CasesCommand, CasesShowArgs, DecideArgs, LedgerArgs, PurgeArgs, ReviewCommand, ReviewListArgs,
@@ -22,6 +23,7 @@ pub use effects::{
 pub use notify::{NotifyCommand, NotifyListArgs, NotifyStatusArg};
 pub use service::{ConfigCheckArgs, ConfigCommand, HashKeyArgs, McpArgs, ServeArgs};
 use service::{MCP_HELP, SERVE_HELP};
+pub use suppress::{SuppressCommand, SuppressLiftArgs, SuppressListArgs};
 
 /// Exit codes, the same meaning for every command; each command's --help lists its own.
 pub const EXIT_CODES: &str = "\
@@ -128,6 +130,10 @@ pub enum Command {
     /// A task's call-level state on the ledger: show it, or reset it.
     #[command(subcommand, after_help = GROUP_EXIT_CODES)]
     Task(TaskCommand),
+    /// The suppression list (contacts that asked not to be contacted): list it, or lift an
+    /// entry as an operator, with who, when and why kept.
+    #[command(subcommand, after_help = GROUP_EXIT_CODES)]
+    Suppress(SuppressCommand),
     /// Delete ledger records past retention (30 days by default).
     #[command(after_help = PURGE_HELP)]
     Purge(PurgeArgs),

@@ -21,6 +21,7 @@ pub mod run_loop;
 pub mod serve;
 pub mod simulate;
 pub mod strategies;
+pub mod suppress;
 pub mod task;
 
 /// Exit code: done.

@@ -473,6 +473,53 @@ fn do_not_call_through_decide(dir: &TempDir, db: &str) {
         "{}",
         other.json()
     );
+
+    // The operator lifts it, with a reason; who, when and why are kept.
+    let in_force = run(&["suppress", "list", "--db", db, "--json"], b"");
+    in_force.expect_code(0);
+    assert_eq!(in_force.json()["suppressions"][0]["contact"], "+15550160");
+    let lift = |reason: &str| {
+        run(
+            &[
+                "suppress",
+                "lift",
+                "--db",
+                db,
+                "--job",
+                "po-acknowledgement",
+                "--contact",
+                "+15550160",
+                "--by",
+                "dana",
+                "--reason",
+                reason,
+            ],
+            b"",
+        )
+    };
+    let no_reason = lift(" ");
+    no_reason.expect_code(2);
+    let lifted = lift("the supplier asked to be called again");
+    lifted.expect_code(0);
+    assert_eq!(lifted.json()["lifted"]["by"], "dana");
+    let history = run(&["suppress", "list", "--db", db, "--lifted", "--json"], b"");
+    assert_eq!(
+        history.json()["suppressions"][0]["lifted"]["why"],
+        "the supplier asked to be called again"
+    );
+    let again = run(
+        &dispatch_args,
+        call("PO-62", "+15550160").to_string().as_bytes(),
+    );
+    assert_eq!(
+        again.json()["answers"][0]["answer"],
+        "permitted",
+        "{}",
+        again.json()
+    );
+    let twice = lift("again");
+    twice.expect_code(3);
+    assert_eq!(twice.json()["error"]["code"], "not_found");
 }
 
 #[test]
