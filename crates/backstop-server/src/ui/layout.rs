@@ -22,6 +22,7 @@ pub fn page(title: &str, session: Option<&Session>, body: &Markup) -> Markup {
                         @if let Some(session) = session {
                             a href="/ui" { "Queue" }
                             a href="/ui/fleet" { "Fleet" }
+                            a href="/ui/suppressions" { "Suppressions" }
                             form method="post" action="/ui/logout" {
                                 input type="hidden" name="csrf" value=(session.csrf);
                                 button type="submit" { "Sign out " (session.caller.id) }

@@ -32,6 +32,7 @@ mod item;
 mod layout;
 mod queue;
 pub mod session;
+mod suppressions;
 
 use session::{COOKIE, LIFETIME_SECONDS, LOGIN_COOKIE, Session};
 
@@ -49,6 +50,8 @@ pub fn routes(state: &Arc<AppState>) -> Router {
         .route("/ui/items/{id}", get(item_page))
         .route("/ui/items/{id}/resolve", post(resolve))
         .route("/ui/fleet", get(fleet_page))
+        .route("/ui/suppressions", get(suppressions_page))
+        .route("/ui/suppressions/lift", post(lift_suppression))
         .layer(middleware::from_fn(security_headers))
         .with_state(Arc::clone(state))
 }
@@ -407,6 +410,135 @@ async fn resolve(
             let message = refusal_text(&e);
             item_response(&state, &session, id, e.status, Some(&message)).await
         }
+    }
+}
+
+/// The lift form of the suppressions page.
+#[derive(Debug, serde::Deserialize)]
+struct LiftForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    caller: String,
+    #[serde(default)]
+    job: String,
+    #[serde(default)]
+    contact: String,
+    #[serde(default)]
+    case_id: Option<String>,
+    #[serde(default)]
+    reason: String,
+}
+
+async fn suppressions_page(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    let Some(session) = session(&state, &headers) else {
+        return Redirect::to("/ui/login").into_response();
+    };
+    suppressions_response(&state, &session, StatusCode::OK, None).await
+}
+
+async fn suppressions_response(
+    state: &AppState,
+    session: &Session,
+    status: StatusCode,
+    message: Option<&str>,
+) -> Response {
+    let store = Arc::clone(&state.store);
+    let read = blocking(move || {
+        let in_force = store.suppressions(&backstop_store::SuppressionFilter::default())?;
+        let lifted = store.suppressions(&backstop_store::SuppressionFilter {
+            lifted: true,
+            ..backstop_store::SuppressionFilter::default()
+        })?;
+        Ok((in_force, lifted))
+    })
+    .await;
+    match read {
+        Ok((in_force, lifted)) => {
+            let body = suppressions::view(session, &in_force, &lifted, message);
+            render(status, "suppressions", Some(session), &body)
+        }
+        Err(response) => response,
+    }
+}
+
+async fn lift_suppression(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    form: Result<Form<LiftForm>, axum::extract::rejection::FormRejection>,
+) -> Response {
+    let Some(session) = session(&state, &headers) else {
+        return refused(
+            StatusCode::FORBIDDEN,
+            "You are not signed in: nothing was lifted.",
+        );
+    };
+    let Ok(Form(form)) = form else {
+        return refused(
+            StatusCode::BAD_REQUEST,
+            "The form could not be read: nothing was lifted.",
+        );
+    };
+    if !session::csrf_matches(&session, &form.csrf) {
+        return refused(
+            StatusCode::FORBIDDEN,
+            "The form did not come from this page (its CSRF token is wrong): nothing was lifted.",
+        );
+    }
+    let reason = form.reason.trim().to_owned();
+    let mut issues = Vec::new();
+    for (path, name) in [
+        ("caller", &form.caller),
+        ("job", &form.job),
+        ("contact", &form.contact),
+    ] {
+        crate::routes::recover::check_name(name, path, &mut issues);
+    }
+    backstop_core::issue::check_length(
+        &reason,
+        "reason",
+        backstop_core::issue::MAX_NOTE_CHARS,
+        &mut issues,
+    );
+    if reason.is_empty() || reason.contains('\0') {
+        issues.push(backstop_core::Issue::new(
+            "reason",
+            "required",
+            "say why it is lifted",
+        ));
+    }
+    if !issues.is_empty() {
+        let message = "Say why the suppression is lifted (it is kept with who lifted it and when).";
+        return suppressions_response(&state, &session, StatusCode::BAD_REQUEST, Some(message))
+            .await;
+    }
+    let lifted = backstop_store::Lifted {
+        at: Timestamp::now(),
+        by: session.caller.id.clone(),
+        why: reason,
+    };
+    let store = Arc::clone(&state.store);
+    let case = form.case_id.filter(|c| !c.is_empty());
+    let done = blocking(move || {
+        match store.lift_suppression(
+            &form.caller,
+            &form.job,
+            &form.contact,
+            case.as_deref(),
+            &lifted,
+        ) {
+            Ok(_) => Ok(None),
+            Err(backstop_store::StoreError::NotFound(why)) => Ok(Some(why)),
+            Err(e) => Err(e),
+        }
+    })
+    .await;
+    match done {
+        Ok(None) => Redirect::to("/ui/suppressions").into_response(),
+        Ok(Some(why)) => {
+            suppressions_response(&state, &session, StatusCode::NOT_FOUND, Some(&why)).await
+        }
+        Err(response) => response,
     }
 }
 

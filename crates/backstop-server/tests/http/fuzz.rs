@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::support::{OPERATOR, Server, start_with};
 
 /// Every route, with `{}` where an id goes.
-const ROUTES: [(&str, &str); 30] = [
+const ROUTES: [(&str, &str); 32] = [
     ("POST", "/v1/classify"),
     ("POST", "/v1/recover"),
     ("POST", "/v1/outcomes"),
@@ -38,6 +38,8 @@ const ROUTES: [(&str, &str); 30] = [
     ("GET", "/ui/items/{}"),
     ("POST", "/ui/items/{}/resolve"),
     ("GET", "/ui/fleet"),
+    ("GET", "/ui/suppressions"),
+    ("POST", "/ui/suppressions/lift"),
     ("POST", "/ui/login"),
     ("POST", "/mcp"),
 ];

@@ -330,3 +330,75 @@ fn a_rotated_secret_ends_every_session_on_every_server() {
     let again = sign_in(&beside, OPERATOR).unwrap();
     assert_eq!(get(&server, "/ui", Some(&again)).status, 200);
 }
+
+/// The suppressions page lists the contacts on the list, and its form lifts one: a session
+/// and its CSRF token and a reason are needed, and who, when and why are shown after.
+#[test]
+fn an_operator_lifts_a_suppression_from_the_page() {
+    let server = start();
+    server
+        .state
+        .store
+        .suppress(
+            "agent-a",
+            "po-acknowledgement",
+            "+15550198",
+            None,
+            "do_not_call",
+            jiff::Timestamp::now(),
+        )
+        .unwrap();
+    assert_eq!(
+        get(&server, "/ui/suppressions", None).status,
+        303,
+        "no session"
+    );
+    let cookie = sign_in(&server, OPERATOR).unwrap();
+    let listed = get(&server, "/ui/suppressions", Some(&cookie));
+    assert_eq!(listed.status, 200);
+    assert!(listed.text.contains("+15550198"), "{}", listed.text);
+    let csrf = csrf_field(&listed.text);
+    let form = |csrf: &str, reason: &str| {
+        vec![
+            ("csrf", csrf.to_owned()),
+            ("caller", "agent-a".to_owned()),
+            ("job", "po-acknowledgement".to_owned()),
+            ("contact", "+15550198".to_owned()),
+            ("reason", reason.to_owned()),
+        ]
+    };
+    let send = |cookie: Option<&str>, form: Vec<(&str, String)>| {
+        let pairs: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        post_form(&server, "/ui/suppressions/lift", cookie, &pairs)
+    };
+    assert_eq!(
+        send(None, form(&csrf, "called again")).status,
+        403,
+        "no session"
+    );
+    assert_eq!(
+        send(Some(&cookie), form("aaaa", "called again")).status,
+        403,
+        "bad csrf"
+    );
+    assert_eq!(
+        send(Some(&cookie), form(&csrf, "  ")).status,
+        400,
+        "no reason"
+    );
+    let done = send(
+        Some(&cookie),
+        form(&csrf, "the supplier asked to be called again"),
+    );
+    assert_eq!(done.status, 303, "{}", done.text);
+    let after = get(&server, "/ui/suppressions", Some(&cookie));
+    assert!(
+        after
+            .text
+            .contains("No contact is on the suppression list."),
+        "{}",
+        after.text
+    );
+    assert!(after.text.contains("the supplier asked to be called again"));
+    assert!(after.text.contains("dana"));
+}
