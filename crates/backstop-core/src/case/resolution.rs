@@ -55,7 +55,7 @@ mod tests {
     fn a_case_takes_its_packs_decisions_and_a_handoff() {
         let pack = crate::pack::parse_pack(PACK).unwrap();
         // Its lanes (`review_privacy`, ...) are where items come from, not how they end.
-        assert_eq!(allowed(Some(&pack)), ["approve", "handoff"]);
+        assert_eq!(allowed(Some(&pack)), ["approve", "reject", "handoff"]);
     }
 
     #[test]

@@ -18,6 +18,13 @@ static PACK: LazyLock<Pack> = LazyLock::new(|| {
         .unwrap_or_else(|issues| panic!("the shipped pack parses: {issues:?}"))
 });
 
+/// The shipped pack with its option turned on: a delay dated within 48 hours closes as
+/// `acknowledged_delayed` (its three `#? ` lines uncommented, as the pack says to).
+static DELAY_OPTION: LazyLock<Pack> = LazyLock::new(|| {
+    let text = include_str!("../../../../packs/po-acknowledgement.toml").replace("#? ", "");
+    parse_pack(&text).unwrap_or_else(|issues| panic!("the option parses: {issues:?}"))
+});
+
 /// The question keys, in pack order.
 const KEYS: [&str; 4] = ["needs_human", "spoke_with", "received", "po_status"];
 
@@ -35,6 +42,7 @@ fn precedence(
     ship: Option<&Value>,
     confidence: Option<f64>,
     source: Option<&str>,
+    delay_option: bool,
 ) -> Standing {
     let answer = |i: usize| -> Option<&str> {
         let question = PACK.question(KEYS[i]).expect("the question exists");
@@ -74,8 +82,8 @@ fn precedence(
     if could_close && !matches!(spoke_with, "intended_contact" | "authorized_representative") {
         return held("review_identity");
     }
-    // 7 and 8. The closes, which low confidence holds back: on time, or late by a ship date
-    // from a day ago to 48 hours ahead (NOW is 2026-12-01T00:00:00Z).
+    // 7 and 8. The closes, which low confidence holds back: on time, or (the pack's option)
+    // late by a ship date from a day ago to 48 hours ahead (NOW is 2026-12-01T00:00:00Z).
     let ship_ok = ship
         .and_then(Value::as_str)
         .and_then(backstop_core::pack::parse_time)
@@ -86,7 +94,7 @@ fn precedence(
         });
     let close = match (received, po_status) {
         ("yes", "on_time") => Some("acknowledged"),
-        ("yes", "delayed") if ship_ok => Some("acknowledged_delayed"),
+        ("yes", "delayed") if ship_ok && delay_option => Some("acknowledged_delayed"),
         _ => None,
     };
     if let Some(outcome) = close {
@@ -129,10 +137,11 @@ fn evidence_of(values: &[Option<Value>; 4]) -> BTreeMap<String, QuestionEvidence
 }
 
 fn judge(values: &[Option<Value>; 4], confidence: Option<f64>, source: Option<&str>) -> Judgement {
-    judge_with_ship(values, None, confidence, source)
+    judge_with_ship(&PACK, values, None, confidence, source)
 }
 
 fn judge_with_ship(
+    pack: &Pack,
     values: &[Option<Value>; 4],
     ship: Option<&Value>,
     confidence: Option<f64>,
@@ -148,7 +157,7 @@ fn judge_with_ship(
             },
         );
     }
-    judged(&PACK, &evidence, confidence, source)
+    judged(pack, &evidence, confidence, source)
 }
 
 /// Ship dates: a day ago, tomorrow, the edge of 48 hours, past it, long past, unusable, unknown.
@@ -198,29 +207,34 @@ fn the_pack_follows_the_precedence_over_every_combination() {
     assert_eq!(combinations.len(), 10 * 8 * 7 * 8);
     let mut seen = BTreeMap::new();
     let ships = ship_dates();
-    for values in &combinations {
-        for ship in &ships {
-            for confidence in [None, Some(0.5), Some(0.95)] {
-                for source in [
-                    Some("completed"),
-                    Some("in_progress"),
-                    Some("no_answer"),
-                    None,
-                ] {
-                    let expected = precedence(values, ship.as_ref(), confidence, source);
-                    let judgement = judge_with_ship(values, ship.as_ref(), confidence, source);
-                    assert_eq!(
-                        standing(&judgement),
-                        expected,
-                        "{values:?} ship {ship:?} confidence {confidence:?} source {source:?}: {}",
-                        judgement.reason
-                    );
-                    *seen.entry(format!("{expected:?}")).or_insert(0) += 1;
+    for (pack, option) in [(&*PACK, false), (&*DELAY_OPTION, true)] {
+        for values in &combinations {
+            for ship in &ships {
+                for confidence in [None, Some(0.5), Some(0.95)] {
+                    for source in [
+                        Some("completed"),
+                        Some("in_progress"),
+                        Some("no_answer"),
+                        None,
+                    ] {
+                        let expected =
+                            precedence(values, ship.as_ref(), confidence, source, option);
+                        let judgement =
+                            judge_with_ship(pack, values, ship.as_ref(), confidence, source);
+                        assert_eq!(
+                            standing(&judgement),
+                            expected,
+                            "option {option}: {values:?} ship {ship:?} confidence {confidence:?} \
+                             source {source:?}: {}",
+                            judgement.reason
+                        );
+                        *seen.entry(format!("{expected:?}")).or_insert(0) += 1;
+                    }
                 }
             }
         }
     }
-    // Every step of the precedence was reached.
+    // Every step of the precedence was reached (the delayed close only with the option).
     assert_eq!(seen.len(), 9, "{seen:?}");
 }
 

@@ -117,7 +117,7 @@ fn only_an_operator_resolves_reviews_and_grants_retries() {
         issue["message"]
             .as_str()
             .unwrap()
-            .ends_with("approve, handoff"),
+            .ends_with("approve, reject, handoff"),
         "{issue}"
     );
     let still_open = server.get("/v1/reviews", Some(OPERATOR)).json();

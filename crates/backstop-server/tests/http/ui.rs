@@ -212,7 +212,7 @@ fn a_resolution_needs_a_session_and_its_csrf_token_and_an_allowed_decision() {
     let made_up = send(Some(&cookie), form(&csrf, "totally_made_up"));
     assert_eq!(made_up.status, 409);
     assert!(
-        made_up.text.contains("approve, handoff"),
+        made_up.text.contains("approve, reject, handoff"),
         "{}",
         made_up.text
     );

@@ -162,10 +162,19 @@ pub fn the_purchase_order_precedence_holds_on_the_ledger(store: &dyn Store) {
         "review_identity"
     );
 
-    // at(0) is 2026-11-01T09:00:00Z.
+    // at(0) is 2026-11-01T09:00:00Z. A delay goes to the buyer; with the pack's option, one
+    // dated within 48 hours closes as delayed.
     let mut delayed = po("e3", "PO-7", DELAYED, "completed");
     delayed["questions"]["ship_date"] = json!({"value": "2026-11-02"});
-    let closed = ask(store, &pack, "a", &delayed, at(0));
+    let held = ask(store, &pack, "a", &delayed, at(0));
+    assert_eq!(held.result()["outcome"], "human_review");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../packs/po-acknowledgement.toml");
+    let text = std::fs::read_to_string(path).unwrap().replace("#? ", "");
+    let option = std::sync::Arc::new(backstop_core::pack::parse_pack(&text).unwrap());
+    let mut delayed = po("e3b", "PO-7b", DELAYED, "completed");
+    delayed["questions"]["ship_date"] = json!({"value": "2026-11-02"});
+    let closed = ask(store, &option, "a", &delayed, at(0));
     assert_eq!(closed.result()["outcome"], "acknowledged_delayed");
 
     let invalid = po(

@@ -239,7 +239,7 @@ fn the_demo_runs_the_eight_orders_end_to_end() {
             .to_owned()
     };
     assert_eq!(outcome("PO-1001"), "acknowledged");
-    assert_eq!(outcome("PO-1002"), "acknowledged_delayed");
+    assert_eq!(outcome("PO-1002"), "held: human_review");
     assert_eq!(outcome("PO-1003"), "held: do_not_call");
     assert_eq!(outcome("PO-1004"), "held: human_review");
     assert_eq!(outcome("PO-1005"), "held: human_review");

@@ -249,7 +249,10 @@ fn review_show_of_an_unknown_id_is_refused_with_exit_3() {
 fn review_resolve_refuses_a_decision_the_item_does_not_take_and_writes_nothing() {
     let queue = Queue::new("queue-decision", true);
     let packs = packs_dir();
-    for (id, allowed) in [("1", "approve, handoff"), ("2", "retry, stop, handoff")] {
+    for (id, allowed) in [
+        ("1", "approve, reject, handoff"),
+        ("2", "retry, stop, handoff"),
+    ] {
         for decision in ["totally_made_up", "review_privacy", "approve_ish"] {
             let refused = queue.resolve(id, decision, &["--packs", arg(&packs)]);
             refused.expect_code(2);
@@ -515,4 +518,15 @@ fn every_ledger_reader_lists_the_missing_ledger_among_its_exit_codes() {
             help.stdout
         );
     }
+}
+
+/// A held vendor can be turned down as well as approved: `reject` is one of the vendor-risk
+/// pack's decisions.
+#[test]
+fn a_held_vendor_can_be_rejected() {
+    let queue = Queue::new("queue-reject", true);
+    let packs = packs_dir();
+    let rejected = queue.resolve("1", "reject", &["--packs", arg(&packs)]);
+    rejected.expect_code(0);
+    assert_eq!(queue.item("1")["resolution"]["decision"], "reject");
 }
