@@ -36,6 +36,16 @@ pub fn apply(doc: &mut Value) {
             true,
             json!({"type": "string", "maxLength": MAX_NOTE_CHARS, "pattern": backstop_core::wire_schema::NO_NUL_PATTERN}),
         ),
+        ("LiftBody", "caller", false, name()),
+        ("LiftBody", "job", false, name()),
+        ("LiftBody", "contact", false, name()),
+        ("LiftBody", "case_id", true, name()),
+        (
+            "LiftBody",
+            "reason",
+            false,
+            json!({"type": "string", "minLength": 1, "maxLength": MAX_NOTE_CHARS, "pattern": backstop_core::wire_schema::NOT_BLANK_PATTERN}),
+        ),
         (
             "DispatchOutcomeBody",
             "failure_code",
@@ -74,6 +84,9 @@ pub fn apply(doc: &mut Value) {
             json!({"type": "string", "enum": ["open", "resolved", "all"]}),
         ),
         ("/v1/reviews", "get", "job", name()),
+        ("/v1/suppressions", "get", "caller", name()),
+        ("/v1/suppressions", "get", "job", name()),
+        ("/v1/suppressions", "get", "contact", name()),
         ("/v1/reviews", "get", "caller", name()),
         (
             "/v1/reviews",

@@ -137,6 +137,8 @@ pub async fn lift(
         backstop_core::issue::MAX_NOTE_CHARS,
         &mut issues,
     );
+    // Kept as text: no NUL (PostgreSQL refuses one in text).
+    backstop_core::case::nul_characters(&value, "", &mut issues);
     if !issues.is_empty() {
         return Err(ApiError::malformed(issues));
     }
