@@ -16,11 +16,9 @@ fn text(max: usize) -> Value {
     json!({"type": "string", "maxLength": max})
 }
 
-/// Puts the constraints on `doc`.
-pub fn apply(doc: &mut Value) {
-    let schemas = &mut doc["components"]["schemas"];
-    schemas["Report"] = report_schema();
-    for (component, field, optional, schema) in [
+/// `(component, field, optional, schema)`: each body field's constraint.
+fn fields() -> Vec<(&'static str, &'static str, bool, Value)> {
+    vec![
         ("RecoverBody", "task", false, name()),
         ("Context", "tool", true, name()),
         ("Context", "operation", true, text(MAX_LOCATOR_CHARS)),
@@ -52,27 +50,12 @@ pub fn apply(doc: &mut Value) {
             true,
             json!({"type": "string", "maxLength": 200, "pattern": backstop_core::wire_schema::NO_NUL_PATTERN}),
         ),
-    ] {
-        let property = &mut schemas[component]["properties"][field];
-        assert!(
-            !property.is_null(),
-            "{component}.{field} is not in the document"
-        );
-        let description = property.get("description").cloned();
-        *property = if optional { nullable(schema) } else { schema };
-        if let Some(description) = description {
-            property["description"] = description;
-        }
-    }
-    // A success has no class; a task's failure goes to /v1/recover.
-    schemas["OutcomeBody"]["allOf"] = json!([
-        {"if": {"properties": {"outcome": {"const": "success"}}},
-         "then": {"properties": {"class": {"type": "null"}}}},
-        {"if": {"properties": {"outcome": {"const": "failure"}}},
-         "then": {"properties": {"task": {"type": "null"}}}},
-    ]);
-    let paths = &mut doc["paths"];
-    for (path, method, parameter, schema) in [
+    ]
+}
+
+/// `(path, method, parameter, schema)`: each path or query parameter's constraint.
+fn parameters() -> Vec<(&'static str, &'static str, &'static str, Value)> {
+    vec![
         ("/v1/tasks/{task}", "get", "task", name()),
         ("/v1/tasks/{task}", "get", "caller", name()),
         ("/v1/tasks/{task}/reset", "post", "task", name()),
@@ -94,7 +77,34 @@ pub fn apply(doc: &mut Value) {
             "limit",
             json!({"type": "integer", "minimum": 1, "maximum": 1000}),
         ),
-    ] {
+    ]
+}
+
+/// Puts the constraints on `doc`.
+pub fn apply(doc: &mut Value) {
+    let schemas = &mut doc["components"]["schemas"];
+    schemas["Report"] = report_schema();
+    for (component, field, optional, schema) in fields() {
+        let property = &mut schemas[component]["properties"][field];
+        assert!(
+            !property.is_null(),
+            "{component}.{field} is not in the document"
+        );
+        let description = property.get("description").cloned();
+        *property = if optional { nullable(schema) } else { schema };
+        if let Some(description) = description {
+            property["description"] = description;
+        }
+    }
+    // A success has no class; a task's failure goes to /v1/recover.
+    schemas["OutcomeBody"]["allOf"] = json!([
+        {"if": {"properties": {"outcome": {"const": "success"}}},
+         "then": {"properties": {"class": {"type": "null"}}}},
+        {"if": {"properties": {"outcome": {"const": "failure"}}},
+         "then": {"properties": {"task": {"type": "null"}}}},
+    ]);
+    let paths = &mut doc["paths"];
+    for (path, method, parameter, schema) in parameters() {
         let parameters = paths[path][method]["parameters"]
             .as_array_mut()
             .unwrap_or_else(|| panic!("{method} {path} has no parameters"));
