@@ -175,3 +175,30 @@ fn nul_and_control_characters_are_refused_with_their_path_on_every_backend() {
     let case = server.get("/v1/jobs/vendor-risk/cases/northwind.com", Some(AGENT_A));
     assert_eq!(case.status, 404, "nothing was stored: {}", case.text);
 }
+
+/// An issued case is reused only for exactly the same text: the same words in other case or
+/// spacing open a new case.
+#[test]
+fn an_issued_case_is_reused_only_for_exactly_the_same_text() {
+    let server = start();
+    let said = |execution: &str, text: &str| {
+        let body = json!({"execution_id": execution, "questions": {"business_model": {"excerpts": [
+            {"source": "site", "locator": "/about", "text": text}]}}});
+        let answer = server.post(
+            "/v1/jobs/company-classification/decisions",
+            Some(AGENT_A),
+            &body,
+        );
+        assert_eq!(answer.status, 200, "{}", answer.text);
+        answer.json()["case"]["id"].as_str().unwrap().to_owned()
+    };
+    let first = said("e1", "We sell SaaS subscriptions to retailers.");
+    assert_eq!(
+        said("e2", "We sell SaaS subscriptions to retailers."),
+        first
+    );
+    assert_ne!(
+        said("e3", "WE SELL  SaaS subscriptions to retailers."),
+        first
+    );
+}

@@ -1444,3 +1444,25 @@ fn cases_show_with_a_pack_finds_a_subject_as_it_was_sent() {
         "{wrong:#?}"
     );
 }
+
+/// `backstop decide` reuses an issued case only for exactly the same text: the same words in
+/// other case or spacing open a new case.
+#[test]
+fn an_issued_case_is_reused_only_for_exactly_the_same_text() {
+    let ledger = Ledger::new("issued-exact");
+    let said = |execution: &str, text: &str| {
+        let request = company(execution, None, &[excerpt("site", "/about", text)]);
+        let run = ledger.decide(COMPANY, T0, &request);
+        run.expect_code(0);
+        run.json()["case"]["id"].as_str().unwrap().to_owned()
+    };
+    let first = said("e1", "We sell SaaS subscriptions to retailers.");
+    assert_eq!(
+        said("e2", "We sell SaaS subscriptions to retailers."),
+        first
+    );
+    assert_ne!(
+        said("e3", "WE SELL  SaaS subscriptions to retailers."),
+        first
+    );
+}

@@ -701,3 +701,41 @@ fn a_dispatch_that_never_says_it_is_an_ai_is_refused_live_and_warned_simulated()
     assert_eq!(answer["error"]["code"], "unsafe_value", "{answer}");
     assert_eq!(answer["error"]["issues"][0]["code"], "no_ai_disclosure");
 }
+
+/// A simulated result with a field the pack's result schema does not declare is invalid:
+/// `backstop reconcile` flags it on the delivery and uses none of it (reconciled, never
+/// decided).
+#[test]
+fn a_result_with_an_undeclared_field_is_flagged_and_not_decided() {
+    let dir = TempDir::new("reconcile-undeclared");
+    let pack = po_pack(&dir, false);
+    let db = dir.path().join("ledger.db");
+    let mut body = call("PO-64", "+15550164");
+    body["recipients"][0]["simulate"]["result"]["notes"] = json!("They said yes, politely.");
+    let answered = run(
+        &["dispatch", "--pack", arg(&pack), "--db", arg(&db)],
+        body.to_string().as_bytes(),
+    );
+    answered.expect_code(0);
+    let later = (jiff::Timestamp::now() + jiff::SignedDuration::from_mins(20)).to_string();
+    let packs = dir.path().join("packs");
+    let swept = run(
+        &[
+            "reconcile",
+            "--db",
+            arg(&db),
+            "--packs",
+            arg(&packs),
+            "--now",
+            &later,
+        ],
+        b"",
+    );
+    swept.expect_code(0);
+    let applied = swept.json()["applied"][0].clone();
+    assert_eq!(applied["status"], "reconcile", "{applied}");
+    assert!(
+        applied["detail"].as_str().unwrap().contains("(notes)"),
+        "{applied}"
+    );
+}
