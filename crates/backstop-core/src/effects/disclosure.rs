@@ -42,7 +42,7 @@ pub fn check(
             let mut issues = Vec::new();
             if policy.disclose_ai {
                 issues.extend(discloses_ai(&said));
-                issues.extend(names_company(policy, content, &said, shared, one));
+                issues.extend(names_company(policy, &said, shared, one));
             }
             if policy.no_cross_disclosure && heard.len() > 1 {
                 issues.extend(cross_disclosed(&said, shared, heard, n));
@@ -100,7 +100,6 @@ fn discloses_ai(said: &str) -> Option<Issue> {
 /// (`{company}`, `{{company}}`, `${company}`) the sender fills in.
 fn names_company(
     policy: &DispatchPolicy,
-    content: &Value,
     said: &str,
     shared: &Map<String, Value>,
     one: &Heard<'_>,
@@ -120,8 +119,7 @@ fn names_company(
         format!("{{{{{key}}}}}"),
         format!("${{{key}}}"),
     ];
-    let text = lowercase_text(content);
-    let by_slot = slots.iter().any(|slot| text.contains(&slot.to_lowercase()));
+    let by_slot = slots.iter().any(|slot| said.contains(&slot.to_lowercase()));
     (!by_value && !by_slot).then(|| {
         Issue::new(
             "content",

@@ -196,9 +196,9 @@ async fn not_decided(
     })
 }
 
-/// What a delivery's decision writes with its attempt: the same for its first decision and
-/// for a resend of it (the process may have stopped before, and each step is kept once: a
-/// suppression once, a settled dispatch never moved back).
+/// What a delivery's decision writes with its attempt. A counted attempt suppresses its case's
+/// contacts itself; a resend of a decision (recorded perhaps by a version that did not) does
+/// each step again, each kept once: a suppression once, a settled dispatch never moved back.
 pub(crate) fn writes_for(
     pack: &Pack,
     dispatch: &DispatchRecord,
@@ -208,9 +208,10 @@ pub(crate) fn writes_for(
 ) -> DeliveryWrites {
     let reconcile_after = pack.dispatch.clone().unwrap_or_default().reconcile_after;
     let (update, suppression, detail) = match reply {
+        // The attempt's own change suppressed the case's contacts (`Change::suppress`).
         Reply::Counted(result) => {
             let (update, detail) = outcome_update(pack, result, delivery, now, reconcile_after);
-            (update, suppression(pack, dispatch, result), detail)
+            (update, None, detail)
         }
         Reply::Replayed(stored) => {
             if let Ok(result) = serde_json::from_str::<DecisionResult>(stored) {

@@ -92,16 +92,16 @@ pub async fn list(
 #[serde(deny_unknown_fields)]
 pub struct LiftBody {
     /// Whose contact it is (the caller whose dispatch's result asked for it).
-    caller: String,
+    pub caller: String,
     /// The job.
-    job: String,
+    pub job: String,
     /// The contact.
-    contact: String,
+    pub contact: String,
     /// The one case it holds for; absent: the suppression for every case.
     #[serde(default)]
-    case_id: Option<String>,
+    pub case_id: Option<String>,
     /// Why it is lifted, for the record (required).
-    reason: String,
+    pub reason: String,
 }
 
 /// An operator lifts a suppression: the contact may be reached again; who, when and why is
@@ -117,6 +117,16 @@ pub async fn lift(
 ) -> Result<Json<SuppressionRecord>, ApiError> {
     caller.require_operator("lift a suppression")?;
     let body: LiftBody = typed(&value)?;
+    lift_as(&state, &caller, body).await.map(Json)
+}
+
+/// Lifts a suppression as `caller` (an operator): every field checked, the reason required
+/// and kept. The API and the operator's page both lift through here.
+pub async fn lift_as(
+    state: &AppState,
+    caller: &Caller,
+    body: LiftBody,
+) -> Result<SuppressionRecord, ApiError> {
     let mut issues = Vec::new();
     crate::routes::recover::check_name(&body.caller, "caller", &mut issues);
     crate::routes::recover::check_name(&body.job, "job", &mut issues);
@@ -137,15 +147,20 @@ pub async fn lift(
         backstop_core::issue::MAX_NOTE_CHARS,
         &mut issues,
     );
-    // Kept as text: no NUL (PostgreSQL refuses one in text).
-    backstop_core::case::nul_characters(&value, "", &mut issues);
+    // Kept as text: no NUL (PostgreSQL refuses one in text); the names refuse every control
+    // character already.
+    backstop_core::case::nul_characters(
+        &serde_json::Value::from(body.reason.as_str()),
+        "reason",
+        &mut issues,
+    );
     if !issues.is_empty() {
         return Err(ApiError::malformed(issues));
     }
     let lifted = Lifted {
         at: Timestamp::now(),
         by: caller.id.clone(),
-        why: body.reason,
+        why: body.reason.trim().to_owned(),
     };
     let store = Arc::clone(&state.store);
     let done = tokio::task::spawn_blocking(move || {
@@ -160,7 +175,7 @@ pub async fn lift(
     .await
     .map_err(|e| ApiError::internal("lifting a suppression failed", &e))?;
     match done {
-        Ok(record) => Ok(Json(record)),
+        Ok(record) => Ok(record),
         Err(StoreError::NotFound(why)) => Err(ApiError::new(
             backstop_core::case::RefusalCode::NotFound,
             why,

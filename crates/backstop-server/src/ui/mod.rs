@@ -485,60 +485,19 @@ async fn lift_suppression(
             "The form did not come from this page (its CSRF token is wrong): nothing was lifted.",
         );
     }
-    let reason = form.reason.trim().to_owned();
-    let mut issues = Vec::new();
-    for (path, name) in [
-        ("caller", &form.caller),
-        ("job", &form.job),
-        ("contact", &form.contact),
-    ] {
-        crate::routes::recover::check_name(name, path, &mut issues);
-    }
-    backstop_core::issue::check_length(
-        &reason,
-        "reason",
-        backstop_core::issue::MAX_NOTE_CHARS,
-        &mut issues,
-    );
-    if reason.is_empty() || reason.contains('\0') {
-        issues.push(backstop_core::Issue::new(
-            "reason",
-            "required",
-            "say why it is lifted",
-        ));
-    }
-    if !issues.is_empty() {
-        let message = "Say why the suppression is lifted (it is kept with who lifted it and when).";
-        return suppressions_response(&state, &session, StatusCode::BAD_REQUEST, Some(message))
-            .await;
-    }
-    let lifted = backstop_store::Lifted {
-        at: Timestamp::now(),
-        by: session.caller.id.clone(),
-        why: reason,
+    let body = crate::routes::suppressions::LiftBody {
+        caller: form.caller,
+        job: form.job,
+        contact: form.contact,
+        case_id: form.case_id.filter(|c| !c.is_empty()),
+        reason: form.reason,
     };
-    let store = Arc::clone(&state.store);
-    let case = form.case_id.filter(|c| !c.is_empty());
-    let done = blocking(move || {
-        match store.lift_suppression(
-            &form.caller,
-            &form.job,
-            &form.contact,
-            case.as_deref(),
-            &lifted,
-        ) {
-            Ok(_) => Ok(None),
-            Err(backstop_store::StoreError::NotFound(why)) => Ok(Some(why)),
-            Err(e) => Err(e),
+    match crate::routes::suppressions::lift_as(&state, &session.caller, body).await {
+        Ok(_) => Redirect::to("/ui/suppressions").into_response(),
+        Err(e) => {
+            let message = refusal_text(&e);
+            suppressions_response(&state, &session, e.status, Some(&message)).await
         }
-    })
-    .await;
-    match done {
-        Ok(None) => Redirect::to("/ui/suppressions").into_response(),
-        Ok(Some(why)) => {
-            suppressions_response(&state, &session, StatusCode::NOT_FOUND, Some(&why)).await
-        }
-        Err(response) => response,
     }
 }
 

@@ -358,36 +358,46 @@ pub fn suppressions(
          ORDER BY at DESC LIMIT 1000"
     };
     let mut statement = connection.prepare_cached(sql)?;
-    let rows = statement.query_map(params![filter.caller, filter.job, filter.contact], |row| {
-        let lifted_at: Option<i64> = row.get(6)?;
-        Ok((
-            SuppressionRecord {
-                caller: row.get(0)?,
-                job: row.get(1)?,
-                contact: row.get(2)?,
-                case_id: Some(row.get::<_, String>(3)?).filter(|c| !c.is_empty()),
-                at: Timestamp::UNIX_EPOCH,
-                reason: row.get(5)?,
-                lifted: None,
+    let rows = statement.query_map(
+        params![filter.caller, filter.job, filter.contact],
+        suppression_row,
+    )?;
+    rows.map(|row| row?).collect()
+}
+
+/// A suppression row (the lifting's columns null for one in force); the outer result is the
+/// driver's, the inner one a stored time read back.
+fn suppression_row(row: &Row<'_>) -> rusqlite::Result<Result<SuppressionRecord, StoreError>> {
+    let (at, lifted_at): (i64, Option<i64>) = (row.get(4)?, row.get(6)?);
+    let lifted = match lifted_at {
+        Some(when) => Some((when, row.get::<_, String>(7)?, row.get::<_, String>(8)?)),
+        None => None,
+    };
+    let (caller, job, contact, case, reason): (String, String, String, String, String) = (
+        row.get(0)?,
+        row.get(1)?,
+        row.get(2)?,
+        row.get(3)?,
+        row.get(5)?,
+    );
+    Ok((|| {
+        Ok(SuppressionRecord {
+            caller,
+            job,
+            contact,
+            case_id: Some(case).filter(|c| !c.is_empty()),
+            at: timestamp(at)?,
+            reason,
+            lifted: match lifted {
+                Some((when, by, why)) => Some(Lifted {
+                    at: timestamp(when)?,
+                    by,
+                    why,
+                }),
+                None => None,
             },
-            row.get::<_, i64>(4)?,
-            lifted_at.map(|at| (at, row.get::<_, String>(7), row.get::<_, String>(8))),
-        ))
-    })?;
-    let mut found = Vec::new();
-    for row in rows {
-        let (mut record, at, lifted) = row?;
-        record.at = timestamp(at)?;
-        if let Some((at, by, why)) = lifted {
-            record.lifted = Some(Lifted {
-                at: timestamp(at)?,
-                by: by?,
-                why: why?,
-            });
-        }
-        found.push(record);
-    }
-    Ok(found)
+        })
+    })())
 }
 
 /// Lifts a suppression in force, keeping who lifted it, when and why, in one transaction.
