@@ -239,6 +239,22 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         follow: &mut dyn FnMut(&[JournalEntry]) -> JournalWrites,
     ) -> Result<Vec<JournalEntry>, StoreError>;
 
+    /// [`Store::journal`] for a batch that opens no review item and writes no checkpoint
+    /// whatever was journaled before it, under `speculation`'s conditions
+    /// ([`Speculation::holds`]). A store that can check them under the journal's lock may then
+    /// append and commit without waiting for `follow` (handed the entries after the commit), and
+    /// journals as [`Store::journal`] does when they fail; by default it always does.
+    fn journal_speculating(
+        &self,
+        events: &[CallEvent],
+        after: i64,
+        speculation: &Speculation,
+        follow: &mut dyn FnMut(&[JournalEntry]) -> JournalWrites,
+    ) -> Result<Vec<JournalEntry>, StoreError> {
+        let _ = speculation;
+        self.journal(events, after, follow)
+    }
+
     /// Resolves an open review item (as [`Store::resolve_review`]) and, in the same
     /// transaction, journals the events `then` gives for the resolved item (the reset a task
     /// item's `retry` asks for) as [`Store::journal`] does: the item is never resolved without
@@ -436,7 +452,8 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 }
 
 pub use backstop_core::recover::journal::{
-    CallEvent, JournalEntry, JournalWrites, TaskEscalation, TaskReview,
+    CLEARING_KINDS, CallEvent, JournalEntry, JournalWrites, STRATEGIES_KIND, Speculation,
+    TaskEscalation, TaskReview,
 };
 pub use backstop_core::recover::recovery::{StateKind, StateRow};
 

@@ -53,9 +53,14 @@ pub fn journal(
     let mut reached = *position;
     // Read before the journal's lock is taken, not while it is held.
     let mut own: Vec<Option<Event>> = events.iter().map(|e| Event::from_stored(e).ok()).collect();
-    let entries = store.journal(events, *position, &mut |entries: &[JournalEntry]| {
+    let speculation = calls.speculate(&own, events, checkpoint);
+    let mut follow = |entries: &[JournalEntry]| {
         calls.follow(entries, &mut own, &mut reached, &mut applied, checkpoint)
-    })?;
+    };
+    let entries = match &speculation {
+        Some(speculation) => store.journal_speculating(events, *position, speculation, &mut follow),
+        None => store.journal(events, *position, &mut follow),
+    }?;
     *position = reached;
     log_notes(calls);
     own_steps(applied, entries.len(), events.len()).map_err(corrupt)

@@ -7,7 +7,10 @@ use postgres::{Client, SimpleQueryMessage};
 use super::connection::Session;
 use super::queries::entries;
 use crate::codec::state_row;
-use crate::{CallEvent, JournalEntry, JournalWrites, StateRow, StoreError};
+use crate::{
+    CLEARING_KINDS, CallEvent, JournalEntry, JournalWrites, STRATEGIES_KIND, Speculation, StateRow,
+    StoreError,
+};
 
 /// The journal's advisory lock, as `backstop_journal` takes it.
 const JOURNAL_LOCK: &str = "SELECT pg_advisory_xact_lock(hashtextextended('backstop-journal', 0))";
@@ -31,43 +34,19 @@ pub fn journal(
         client: &mut session.client,
         ended: false,
     };
-    let at: Vec<String> = events
-        .iter()
-        .map(|e| e.at.as_millisecond().to_string())
-        .collect();
     let append = format!(
-        "BEGIN; SELECT id, at, kind, subject, body FROM backstop_journal({}::BIGINT[], {}, {}, {}, {after})",
-        array(&at),
-        text_array(events.iter().map(|e| e.kind.as_str())),
-        text_array(events.iter().map(|e| e.subject.as_str())),
-        text_array(events.iter().map(|e| e.body.as_str())),
+        "BEGIN; SELECT id, at, kind, subject, body FROM backstop_journal({}, {after})",
+        append_arguments(events)
     );
     let entries = text_entries(&open.client.simple_query(&append)?)?;
     fault!("journal.appended");
     let writes = follow(&entries);
-    let write_state = writes.checkpoint.as_ref().map(|rows| {
-        let position = entries.last().map_or(0, |last| last.id);
-        let (kept, gone): (Vec<&StateRow>, Vec<&StateRow>) =
-            rows.iter().partition(|row| row.body.is_some());
-        let expires: Vec<String> = kept
-            .iter()
-            .map(|r| {
-                r.expires
-                    .map_or("NULL".to_owned(), |t| t.as_millisecond().to_string())
-            })
-            .collect();
-        format!(
-            "SELECT backstop_write_state({}, {}, {}, {}, {}::BIGINT[], {}, {}, {position}); ",
-            text_array(kept.iter().map(|r| r.kind.as_str())),
-            text_array(kept.iter().map(|r| r.key.as_str())),
-            text_array(kept.iter().map(|r| r.caller.as_str())),
-            text_array(kept.iter().map(|r| r.body.as_deref().unwrap_or(""))),
-            array(&expires),
-            text_array(gone.iter().map(|r| r.kind.as_str())),
-            text_array(gone.iter().map(|r| r.key.as_str())),
-        )
-    });
-    let write_state = write_state.unwrap_or_default();
+    let position = entries.last().map_or(0, |last| last.id);
+    let write_state = writes
+        .checkpoint
+        .as_ref()
+        .map(|rows| write_state_call(rows, position))
+        .unwrap_or_default();
     if writes.task_reviews.is_empty() {
         open.client.simple_query(&format!("{write_state}COMMIT"))?;
         open.ended = true;
@@ -92,6 +71,79 @@ pub fn journal(
     Ok(entries)
 }
 
+/// The SQLSTATE `backstop_journal_unless` raises when a speculation fails.
+const SPECULATION_FAILED: &str = "BJ001";
+
+/// [`journal`] for a batch that opens no review item under `speculation`: appended and
+/// committed in one round trip when the speculation holds under the journal's lock (checked by
+/// `backstop_journal_unless`, as [`Speculation::holds`] says), then handed to `follow`;
+/// otherwise rolled back and journaled by [`journal`], the lock held while `follow` applies it.
+pub fn journal_speculating(
+    session: &mut Session,
+    events: &[CallEvent],
+    after: i64,
+    speculation: &Speculation,
+    follow: &mut dyn FnMut(&[JournalEntry]) -> JournalWrites,
+) -> Result<Vec<JournalEntry>, StoreError> {
+    let query = format!(
+        "BEGIN; SELECT id, at, kind, subject, body FROM backstop_journal_unless({}, {after}, {}, {}, {}, {}); COMMIT",
+        append_arguments(events),
+        text_array(speculation.tasks.iter().map(String::as_str)),
+        text_array(CLEARING_KINDS.into_iter()),
+        postgres_protocol::escape::escape_literal(STRATEGIES_KIND),
+        speculation.expires.as_millisecond(),
+    );
+    let mut open = Open {
+        client: &mut session.client,
+        ended: false,
+    };
+    match open.client.simple_query(&query) {
+        Ok(messages) => {
+            open.ended = true;
+            let entries = text_entries(&messages)?;
+            let writes = follow(&entries);
+            // The speculation said nothing is left to write; should it be wrong, what is left
+            // is written at once rather than lost.
+            debug_assert!(
+                writes.task_reviews.is_empty(),
+                "a speculation failed to hold"
+            );
+            if writes.checkpoint.is_some() || !writes.task_reviews.is_empty() {
+                write_late(open.client, &writes, entries.last().map_or(after, |e| e.id))?;
+            }
+            Ok(entries)
+        }
+        Err(error) if error.code().is_some_and(|c| c.code() == SPECULATION_FAILED) => {
+            drop(open);
+            journal(session, events, after, follow)
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// What `follow` asked to write after a transaction that committed without it, in one more.
+fn write_late(
+    client: &mut Client,
+    writes: &JournalWrites,
+    position: i64,
+) -> Result<(), StoreError> {
+    let mut tx = client.transaction()?;
+    if let Some(rows) = &writes.checkpoint {
+        tx.batch_execute(&write_state_call(rows, position))?;
+    }
+    for review in &writes.task_reviews {
+        super::queries::open_task_review_in(
+            &mut tx,
+            &review.caller,
+            &review.escalation,
+            &review.reason,
+            review.at,
+        )?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
 /// A transaction begun by hand: rolled back when dropped before its `COMMIT` (a failure, a
 /// fault, a panic), so the connection is never left inside it.
 struct Open<'a> {
@@ -106,6 +158,44 @@ impl Drop for Open<'_> {
             let _ = self.client.batch_execute("ROLLBACK");
         }
     }
+}
+
+/// The events' columns as the arguments `backstop_journal` takes first, as literals.
+fn append_arguments(events: &[CallEvent]) -> String {
+    let at: Vec<String> = events
+        .iter()
+        .map(|e| e.at.as_millisecond().to_string())
+        .collect();
+    format!(
+        "{}::BIGINT[], {}, {}, {}",
+        array(&at),
+        text_array(events.iter().map(|e| e.kind.as_str())),
+        text_array(events.iter().map(|e| e.subject.as_str())),
+        text_array(events.iter().map(|e| e.body.as_str())),
+    )
+}
+
+/// The `backstop_write_state` call that writes a checkpoint's rows at `position`, as literals.
+fn write_state_call(rows: &[StateRow], position: i64) -> String {
+    let (kept, gone): (Vec<&StateRow>, Vec<&StateRow>) =
+        rows.iter().partition(|row| row.body.is_some());
+    let expires: Vec<String> = kept
+        .iter()
+        .map(|r| {
+            r.expires
+                .map_or("NULL".to_owned(), |t| t.as_millisecond().to_string())
+        })
+        .collect();
+    format!(
+        "SELECT backstop_write_state({}, {}, {}, {}, {}::BIGINT[], {}, {}, {position}); ",
+        text_array(kept.iter().map(|r| r.kind.as_str())),
+        text_array(kept.iter().map(|r| r.key.as_str())),
+        text_array(kept.iter().map(|r| r.caller.as_str())),
+        text_array(kept.iter().map(|r| r.body.as_deref().unwrap_or(""))),
+        array(&expires),
+        text_array(gone.iter().map(|r| r.kind.as_str())),
+        text_array(gone.iter().map(|r| r.key.as_str())),
+    )
 }
 
 /// `ARRAY[...]` of SQL values written as they are (numbers, `NULL`); `'{}'` when empty.

@@ -183,6 +183,18 @@ impl Store for PostgresStore {
         self.with(|session| call_state::journal(session, events, after, follow))
     }
 
+    fn journal_speculating(
+        &self,
+        events: &[CallEvent],
+        after: i64,
+        speculation: &crate::Speculation,
+        follow: &mut dyn FnMut(&[JournalEntry]) -> JournalWrites,
+    ) -> Result<Vec<JournalEntry>, StoreError> {
+        self.with(|session| {
+            call_state::journal_speculating(session, events, after, speculation, follow)
+        })
+    }
+
     fn resolve_review_journaled(
         &self,
         id: i64,

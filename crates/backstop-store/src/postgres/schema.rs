@@ -5,7 +5,7 @@ use postgres::Client;
 use crate::StoreError;
 
 /// The migrations, in order; the same tables as the `SQLite` store's.
-const MIGRATIONS: [&str; 9] = [
+const MIGRATIONS: [&str; 10] = [
     r"
 CREATE TABLE cases (
     caller       TEXT    NOT NULL,
@@ -249,6 +249,36 @@ CREATE TABLE suppression_lifts (
     why           TEXT    NOT NULL
 );
 CREATE INDEX suppression_lifts_contact ON suppression_lifts (job, contact);
+",
+    // A batch that opens no review item whatever was journaled before it (the core's
+    // `Speculation`): appended and committed in one round trip when, under the journal's
+    // lock, no event read back (others' since `p_after`, and the batch's own, which never
+    // match) clears the escalation of one of its tasks, changes the strategies, or is dated at
+    // or after `p_expires`; otherwise SQLSTATE BJ001, and the writer applies the batch under
+    // the lock instead. The rows backstop_journal returns are checked, not read twice.
+    r"
+CREATE FUNCTION backstop_journal_unless(p_at BIGINT[], p_kind TEXT[], p_subject TEXT[], p_body TEXT[], p_after BIGINT,
+                                        p_tasks TEXT[], p_clearing TEXT[], p_strategies TEXT, p_expires BIGINT)
+RETURNS TABLE (id BIGINT, at BIGINT, kind TEXT, subject TEXT, body TEXT)
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    r RECORD;
+BEGIN
+    FOR r IN SELECT * FROM backstop_journal(p_at, p_kind, p_subject, p_body, p_after) LOOP
+        IF r.kind = p_strategies OR r.at >= p_expires
+           OR (r.kind = ANY(p_clearing) AND r.subject = ANY(p_tasks)) THEN
+            RAISE EXCEPTION 'the journal moved under a speculative batch' USING ERRCODE = 'BJ001';
+        END IF;
+        id := r.id;
+        at := r.at;
+        kind := r.kind;
+        subject := r.subject;
+        body := r.body;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
 ",
 ];
 

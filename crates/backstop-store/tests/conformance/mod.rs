@@ -14,6 +14,7 @@ pub mod keeping;
 pub mod lifecycle;
 pub mod notify;
 pub mod reviews;
+pub mod speculation;
 
 /// Expands to one `#[test]` per scenario, each on a fresh store from `$fresh()`.
 macro_rules! conformance_suite {
@@ -63,6 +64,7 @@ macro_rules! conformance_suite {
             keeping::review_ids_never_repeat_after_a_purge,
             keeping::journaled_text_comes_back_byte_for_byte,
             keeping::the_position_moves_only_with_a_checkpoint,
+            speculation::a_speculation_broken_by_another_writer_is_applied_under_the_lock,
             lifecycle::a_final_decision_is_never_overwritten,
             lifecycle::a_resolved_case_takes_no_late_result,
             lifecycle::a_reconcile_uses_no_attempt_and_happens_once,

@@ -258,3 +258,57 @@ fn a_restarted_postgresql_is_connected_to_again() {
     );
     assert_eq!(answer.result()["attempts"]["used"], 2);
 }
+
+/// A speculation that holds is committed before `follow` applies the batch (another connection
+/// already sees it: the journal's lock was not held across the round trip); one broken by
+/// another writer's reset of its task is applied while the transaction is still open.
+#[test]
+#[cfg_attr(
+    not(backstop_postgres),
+    ignore = "needs BACKSTOP_TEST_POSTGRES (a PostgreSQL database)"
+)]
+fn a_speculation_commits_before_follow_unless_another_writer_broke_it() {
+    use backstop_store::{CallEvent, JournalWrites, Speculation};
+    let Some(first) = crate::fresh() else { return };
+    let other = first.second();
+    let event = |kind: &str, minute: i64| CallEvent {
+        at: at(minute),
+        kind: kind.to_owned(),
+        subject: "agent\u{1f}t".to_owned(),
+        body: "{}".to_owned(),
+    };
+    let speculation = Speculation {
+        tasks: vec!["agent\u{1f}t".to_owned()],
+        expires: at(60),
+    };
+    let mut seen_by_other = None;
+    let entries = first
+        .journal_speculating(&[event("failure", 0)], 0, &speculation, &mut |entries| {
+            seen_by_other = Some(other.journal_after(0).unwrap() == entries);
+            JournalWrites::default()
+        })
+        .unwrap();
+    assert_eq!(seen_by_other, Some(true), "committed before follow ran");
+
+    other
+        .journal(&[event("task_reset", 1)], entries[0].id, &mut |_| {
+            JournalWrites::default()
+        })
+        .unwrap();
+    let mut seen_by_other = None;
+    let entries = first
+        .journal_speculating(
+            &[event("failure", 2)],
+            entries[0].id,
+            &speculation,
+            &mut |e| {
+                seen_by_other = Some(other.journal_after(0).unwrap().len());
+                assert_eq!(e.len(), 2, "the other writer's reset, then this failure");
+                JournalWrites::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(seen_by_other, Some(2), "not committed while follow ran");
+    assert_eq!(first.journal_after(0).unwrap().len(), 3);
+    assert_eq!(entries.len(), 2);
+}

@@ -1,20 +1,21 @@
-//! README.md's Quickstart, run as written, and the documents' paths and links.
+//! The documents' runnable blocks, run as written, and the documents' paths and links.
 //!
 //! `the_quickstart_runs_as_written` reads the `sh` block of README.md's `## Quickstart` when it
-//! runs, so an edit of the Quickstart is tested with no edit here. The block becomes one `bash`
-//! script under these rules:
+//! runs, and `the_live_walkthrough_runs_as_written` the one of docs/side-effects.md's live
+//! path, so an edit of either is tested with no edit here. A block becomes one `bash` script
+//! under these rules:
 //!
 //! - `cargo build --release` is skipped: cargo already built the binary this test runs, and a
 //!   release build takes minutes.
 //! - `B=./target/release/backstop` becomes `B=` the binary cargo built for this test; the block
 //!   must set `B` exactly so, once.
-//! - Any other `cargo` line is refused: the Quickstart runs the built binary as `$B`.
+//! - Any other `cargo` line is refused: the block runs the built binary as `$B`.
 //! - A service (`$B serve`, `$B mcp`) never returns, for a reader pasting the block as for this
 //!   test: its line must end with `&`. It is then started in the background and killed, with
 //!   everything else the script started, when the script ends. A service line without `&` is
 //!   refused.
 //! - Every other line runs as written, in order, under `set -euo pipefail`: the first command
-//!   that fails ends the run, and the test names its README.md line and shows the output.
+//!   that fails ends the run, and the test names its document's line and shows the output.
 //!
 //! The script runs in a fresh temporary folder holding copies of the repository's folders the
 //! block names (`examples/`, `packs/`, `rules/`), with `TMPDIR` inside it, so the ledger, the
@@ -37,20 +38,21 @@ const SERVICES: [&str; 2] = ["serve", "mcp"];
 /// The longest a whole run may take.
 const TIME_LIMIT: Duration = Duration::from_mins(2);
 
-/// The lines of the `sh` block of `## Quickstart`, with the README line number of the first.
-fn quickstart_block(readme: &str) -> (usize, Vec<&str>) {
-    let lines: Vec<&str> = readme.lines().collect();
-    let heading = lines
+/// The lines of the first `sh` block under the section `heading` of `document` (named `name`),
+/// with the line number of the block's first line.
+fn sh_block<'a>(document: &'a str, name: &str, heading: &str) -> (usize, Vec<&'a str>) {
+    let lines: Vec<&str> = document.lines().collect();
+    let at = lines
         .iter()
-        .position(|l| l.trim_end() == "## Quickstart")
-        .expect("README.md has a `## Quickstart` section");
-    let open = (heading + 1..lines.len())
+        .position(|l| l.trim_end() == heading)
+        .unwrap_or_else(|| panic!("{name} has a `{heading}` section"));
+    let open = (at + 1..lines.len())
         .find(|&i| lines[i].trim_end() == "```sh")
-        .filter(|&i| !lines[heading + 1..i].iter().any(|l| l.starts_with("## ")))
-        .expect("`## Quickstart` has a ```sh block");
+        .filter(|&i| !lines[at + 1..i].iter().any(|l| l.starts_with("## ")))
+        .unwrap_or_else(|| panic!("{name}'s `{heading}` has a ```sh block"));
     let close = (open + 1..lines.len())
         .find(|&i| lines[i].trim_end() == "```")
-        .expect("the Quickstart's ```sh block is closed");
+        .unwrap_or_else(|| panic!("{name}'s ```sh block under `{heading}` is closed"));
     (open + 2, lines[open + 1..close].to_vec())
 }
 
@@ -63,12 +65,13 @@ fn starts_service(line: &str) -> bool {
     })
 }
 
-/// The script the block becomes; `first_line` is the README line of the block's first line.
-fn script(block: &[&str], first_line: usize, binary: &Path) -> String {
-    // The header is one line, so script line n + offset is README line n.
+/// The script the block of document `name` becomes; `first_line` is the document's line of
+/// the block's first line.
+fn script(block: &[&str], first_line: usize, binary: &Path, name: &str) -> String {
+    // The header is one line, so script line n + offset is the document's line n.
     let offset = first_line.saturating_sub(2);
     let mut out = format!(
-        "set -euo pipefail; trap 'echo \"quickstart: README.md line $((LINENO + {offset})) \
+        "set -euo pipefail; trap 'echo \"as written: {name} line $((LINENO + {offset})) \
          failed with exit status $?: $BASH_COMMAND\" >&2' ERR\n"
     );
     let mut binary_lines = 0;
@@ -83,13 +86,13 @@ fn script(block: &[&str], first_line: usize, binary: &Path) -> String {
             let _ = writeln!(out, "B='{quoted}'");
         } else if trimmed.starts_with("cargo ") {
             panic!(
-                "README.md line {at}: `{trimmed}`: the Quickstart runs the binary it built as \
-                 `$B`; another cargo command would build again"
+                "{name} line {at}: `{trimmed}`: the block runs the binary it built as `$B`; \
+                 another cargo command would build again"
             );
         } else {
             assert!(
                 !starts_service(trimmed) || trimmed.ends_with('&'),
-                "README.md line {at}: `{trimmed}` runs a service that never returns; end the \
+                "{name} line {at}: `{trimmed}` runs a service that never returns; end the \
                  line with `&` so the block goes on (the service is stopped when it ends)"
             );
             out.push_str(line);
@@ -98,7 +101,7 @@ fn script(block: &[&str], first_line: usize, binary: &Path) -> String {
     }
     assert_eq!(
         binary_lines, 1,
-        "the Quickstart must set the binary with `{BINARY_LINE}`, once"
+        "{name}'s block must set the binary with `{BINARY_LINE}`, once"
     );
     out
 }
@@ -149,31 +152,33 @@ fn tail(text: &str, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
-#[test]
-fn the_quickstart_runs_as_written() {
+/// Runs the `sh` block under `heading` of the repository's document `name` as written.
+fn run_as_written(name: &str, heading: &str) {
     use std::os::unix::process::CommandExt as _;
 
     let root = workspace_root();
-    let readme = fs::read_to_string(root.join("README.md")).expect("README.md can be read");
-    let (first_line, block) = quickstart_block(&readme);
+    let document =
+        fs::read_to_string(root.join(name)).unwrap_or_else(|e| panic!("{name} can be read: {e}"));
+    let (first_line, block) = sh_block(&document, name, heading);
     let script = script(
         &block,
         first_line,
         Path::new(env!("CARGO_BIN_EXE_backstop")),
+        name,
     );
 
-    let dir = TempDir::new("quickstart");
-    for name in named_folders(&script, &root) {
-        copy_folder(&root.join(&name), &dir.path().join(&name));
+    let dir = TempDir::new("as-written");
+    for folder in named_folders(&script, &root) {
+        copy_folder(&root.join(&folder), &dir.path().join(&folder));
     }
     let tmp = dir.path().join("tmp");
     fs::create_dir_all(&tmp).expect("the temp folder can be made");
-    fs::write(dir.path().join("quickstart.sh"), &script).expect("the script can be written");
-    let log_path = dir.path().join("quickstart.log");
+    fs::write(dir.path().join("block.sh"), &script).expect("the script can be written");
+    let log_path = dir.path().join("block.log");
     let log = fs::File::create(&log_path).expect("the log can be made");
 
     let mut child = Command::new("bash")
-        .arg("quickstart.sh")
+        .arg("block.sh")
         .current_dir(dir.path())
         .env_remove("BACKSTOP_LOG")
         .env_remove("BACKSTOP_DB")
@@ -200,14 +205,14 @@ fn the_quickstart_runs_as_written() {
     let output = fs::read_to_string(&log_path).unwrap_or_default();
     match status {
         None => panic!(
-            "the Quickstart ran past {TIME_LIMIT:?}; the end of its output:\n{}",
+            "{name}'s `{heading}` block ran past {TIME_LIMIT:?}; the end of its output:\n{}",
             tail(&output, 60)
         ),
         Some(status) => {
             let failed = output
                 .lines()
-                .rfind(|l| l.starts_with("quickstart: README.md line"))
-                .unwrap_or("the Quickstart failed");
+                .rfind(|l| l.starts_with("as written: "))
+                .unwrap_or("the block failed");
             assert!(
                 status.success(),
                 "{failed} ({status}); the end of its output:\n{}",
@@ -218,6 +223,21 @@ fn the_quickstart_runs_as_written() {
 }
 
 #[test]
+fn the_quickstart_runs_as_written() {
+    run_as_written("README.md", "## Quickstart");
+}
+
+/// The live path (a live pack and key, `permitted`, the outcome, a signed webhook, the
+/// decision) at whatever hour this runs: the dispatch names its own time.
+#[test]
+fn the_live_walkthrough_runs_as_written() {
+    run_as_written(
+        "docs/side-effects.md",
+        "## 6. The live path, end to end, at any hour",
+    );
+}
+
+#[test]
 fn the_quickstart_script_skips_the_build_and_runs_the_test_binary() {
     let block = [
         "cargo build --release",
@@ -225,7 +245,7 @@ fn the_quickstart_script_skips_the_build_and_runs_the_test_binary() {
         "$B classify --status 503",
         "$B serve --listen 127.0.0.1:0 &",
     ];
-    let script = script(&block, 10, Path::new("/bin/backstop"));
+    let script = script(&block, 10, Path::new("/bin/backstop"), "README.md");
     let lines: Vec<&str> = script.lines().collect();
     assert!(lines[0].contains("$((LINENO + 8))"), "{script}");
     assert!(lines[1].starts_with("# skipped"), "{script}");
@@ -238,7 +258,7 @@ fn the_quickstart_script_skips_the_build_and_runs_the_test_binary() {
 #[should_panic(expected = "runs a service that never returns")]
 fn a_service_in_the_quickstart_must_run_in_the_background() {
     let block = ["B=./target/release/backstop", "$B serve"];
-    script(&block, 5, Path::new("/bin/backstop"));
+    script(&block, 5, Path::new("/bin/backstop"), "README.md");
 }
 
 /// The documents people read: README.md and the other top-level documents, docs/*.md,

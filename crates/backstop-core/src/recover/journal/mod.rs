@@ -6,6 +6,7 @@
 //! same state, at any age of it.
 //!
 //! - `event`: the events, one variant per kind, and their stored form
+//! - `speculation`: when a batch can be journaled without holding the lock across a round trip
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -16,8 +17,10 @@ use crate::recover::recovery::{IDEMPOTENCY_WINDOW, Quota, StateKind, StateRow, c
 use crate::recover::{Recovery, RecoveryOptions, Step, StrategyTable};
 
 mod event;
+mod speculation;
 
 pub use event::{Event, FailureEvent, IdempotencyMark, redacted};
+pub use speculation::{CLEARING_KINDS, STRATEGIES_KIND, Speculation};
 
 /// A kept row (or the journal) that is not what it must be: the ledger is corrupt.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -154,7 +154,16 @@ fn bump(counts: &mut HashMap<String, usize>, caller: &str, up: bool) {
 impl TaskState {
     /// Whether the task's counters have passed their window at `now` (a stop never does).
     pub(super) fn expired(&self, now: Timestamp) -> bool {
-        self.denied.is_none() && self.last.is_some_and(|last| last + TASK_WINDOW <= now)
+        self.expires_at().is_some_and(|at| at <= now)
+    }
+
+    /// When the task's counters pass their window: never (`None`) under a stop or before
+    /// anything was counted.
+    pub(super) fn expires_at(&self) -> Option<Timestamp> {
+        if self.denied.is_some() {
+            return None;
+        }
+        self.last.map(|last| last + TASK_WINDOW)
     }
 }
 

@@ -461,6 +461,14 @@ impl Recovery {
         }
     }
 
+    /// Until when `task` stays escalated whatever else happens to it but a reset or a success:
+    /// `None` if it is not escalated now; [`Timestamp::MAX`] while a policy stop holds it (a
+    /// stop never expires); otherwise when its state is forgotten by age.
+    pub fn escalated_until(&self, task: &str) -> Option<Timestamp> {
+        let state = self.tasks.get(task).filter(|state| state.escalated)?;
+        Some(state.expires_at().unwrap_or(Timestamp::MAX))
+    }
+
     /// A call to a tool succeeded: its breaker and budget hear of it.
     pub fn record_success(&mut self, tool: &str, now: Timestamp) {
         let h = self.tool_mut(tool, now);
