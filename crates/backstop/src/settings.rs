@@ -101,8 +101,9 @@ pub fn resolve_classify(args: &ClassifyArgs) -> Result<ClassifySettings, Vec<Iss
 /// Everything `hint` needs.
 #[derive(Debug)]
 pub struct HintSettings {
-    /// The task whose counters a step uses, unless a line names another.
-    pub task: String,
+    /// The task whose counters a step uses, unless a line names another (given unless every
+    /// line must name its own: `hint --jsonl` without `--task`).
+    pub task: Option<String>,
     /// Built-in rules with the user's in front.
     pub rules: RuleSet,
     /// The strategy table.
@@ -123,7 +124,9 @@ pub struct HintSettings {
 /// Every issue with the flags, the report, the rules and the strategies file.
 pub fn resolve_hint(args: &HintArgs) -> Result<HintSettings, Vec<Issue>> {
     let mut issues = Vec::new();
-    check_task(&args.task, "--task", &mut issues);
+    if let Some(task) = &args.task {
+        check_task(task, "--task", &mut issues);
+    }
     let now = resolve_now(args.now.as_deref(), &mut issues);
     let rules = load_rules(&args.policy.rules, &mut issues);
     let table = load_strategies(args.policy.strategies.as_deref(), &mut issues);

@@ -5,15 +5,23 @@
 //! then always wins. The check is conservative: it reports only what it can prove.
 
 use super::matcher::{HeaderMatch, TextMatch};
-use super::rules::{CompiledRule, Conditions, RuleSet, parse_rules};
+use super::rules::{CompiledRule, Conditions, RuleSet, builtin_id_clashes, parse_rules};
 use crate::issue::Issue;
 
-/// Every issue in a rule file: what [`parse_rules`] finds, then shadowed rules.
+/// Every issue in a rule file: what [`parse_rules`] finds, then what loading it in front of
+/// the built-in rules refuses (an id a built-in rule has; not for the built-in file itself),
+/// then shadowed rules.
 pub fn check_rules(text: &str, origin: &str) -> Vec<Issue> {
     let rules = match parse_rules(text, origin) {
         Ok(rules) => rules,
         Err(issues) => return issues,
     };
+    if text != super::DEFAULT_RULES {
+        match builtin_id_clashes(&rules, origin) {
+            Ok(clashes) if clashes.is_empty() => {}
+            Ok(issues) | Err(issues) => return issues,
+        }
+    }
     match RuleSet::compile(rules) {
         Ok(set) => shadowed(&set),
         Err(issues) => issues,

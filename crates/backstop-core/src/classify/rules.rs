@@ -156,31 +156,14 @@ impl RuleSet {
         })?;
         // A result names its rule by id, so ids must be unique across every file; a clash is
         // reported on the user's rule.
-        let mut owners: HashMap<String, String> = builtin
-            .iter()
-            .map(|rule| (rule.id.clone(), "a built-in rule".to_owned()))
-            .collect();
+        let mut owners = builtin_owners(&builtin);
         let mut rules = Vec::new();
         let mut issues = Vec::new();
         for &(origin, text) in user_files {
             match parse_rules(text, origin) {
                 Ok(parsed) => {
-                    for (i, rule) in parsed.iter().enumerate() {
-                        let owner = format!("a rule in {origin}");
-                        if let Some(first) = owners.insert(rule.id.clone(), owner) {
-                            issues.push(at_origin(
-                                origin,
-                                Issue::new(
-                                    format!("rules[{i}].id"),
-                                    "duplicate_id",
-                                    format!(
-                                        "`{}` is already the id of {first}; choose another",
-                                        rule.id
-                                    ),
-                                ),
-                            ));
-                        }
-                    }
+                    let clashes = claim_ids(&parsed, origin, &mut owners);
+                    issues.extend(clashes.into_iter().map(|issue| at_origin(origin, issue)));
                     rules.extend(parsed);
                 }
                 Err(found) => {
@@ -270,6 +253,42 @@ impl RuleSet {
 }
 
 /// Prefixes an issue's path with the file it is in (`mine.toml:rules[2].id`).
+/// Each rule id of the built-in rules, owned by "a built-in rule".
+fn builtin_owners(builtin: &[Rule]) -> HashMap<String, String> {
+    builtin
+        .iter()
+        .map(|rule| (rule.id.clone(), "a built-in rule".to_owned()))
+        .collect()
+}
+
+/// The ids of `rules`, parsed from the user file `origin`, claimed in `owners` (id → whose):
+/// a `duplicate_id` issue for each one another file or a built-in rule has already (a result
+/// names its rule by id, so ids are unique across every file).
+fn claim_ids(rules: &[Rule], origin: &str, owners: &mut HashMap<String, String>) -> Vec<Issue> {
+    let mut issues = Vec::new();
+    for (i, rule) in rules.iter().enumerate() {
+        let owner = format!("a rule in {origin}");
+        if let Some(first) = owners.insert(rule.id.clone(), owner) {
+            issues.push(Issue::new(
+                format!("rules[{i}].id"),
+                "duplicate_id",
+                format!("`{}` is already the id of {first}; choose another", rule.id),
+            ));
+        }
+    }
+    issues
+}
+
+/// What loading `rules` (parsed from the user file `origin`) in front of the built-in rules
+/// refuses that the file alone does not show: ids the built-in rules have already.
+///
+/// # Errors
+/// Never for the shipped rules; should they not parse, their issues.
+pub(crate) fn builtin_id_clashes(rules: &[Rule], origin: &str) -> Result<Vec<Issue>, Vec<Issue>> {
+    let mut owners = builtin_owners(&builtin_rules()?);
+    Ok(claim_ids(rules, origin, &mut owners))
+}
+
 fn at_origin(origin: &str, mut issue: Issue) -> Issue {
     issue.path = if issue.path.is_empty() {
         origin.to_owned()

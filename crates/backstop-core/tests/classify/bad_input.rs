@@ -92,3 +92,41 @@ fn a_bad_user_file_keeps_nothing_and_names_the_file() {
     assert_eq!(issues.len(), 1);
     assert_eq!(issues[0].path, "mine.toml:rules[0].class");
 }
+
+/// `rules check` refuses exactly what loading refuses: each file loading refuses (parse issues,
+/// bad patterns, ids repeated within the file or taken from a built-in rule), fed to the
+/// checker, gives the same paths and codes (less the file name loading puts in front).
+#[test]
+fn the_checker_refuses_what_loading_refuses() {
+    let rule = |id: &str, when: &str| {
+        format!("[[rules]]\nid = \"{id}\"\nclass = \"transient\"\nwhen = {{ {when} }}\n")
+    };
+    let files = [
+        rule("http.403", "http_status = 599"),
+        rule("mine", "http_status = 598") + &rule("mine", "http_status = 597"),
+        rule("bad-pattern", "message = \"(unclosed\""),
+        rule("bad-field", "status = 503"),
+        "[[rules]]\nid = \"x\"\nclass = \"flaky\"\nwhen = { http_status = 1 }\n".to_owned(),
+        "rules = 3".to_owned(),
+    ];
+    for text in &files {
+        let loaded: Vec<(String, String)> = RuleSet::load(&[("mine.toml", text)])
+            .expect_err("loading refuses it")
+            .into_iter()
+            .map(|i| {
+                let path = i.path.strip_prefix("mine.toml").unwrap_or(&i.path);
+                (path.trim_start_matches(':').to_owned(), i.code)
+            })
+            .collect();
+        let checked: Vec<(String, String)> = check_rules(text, "mine.toml")
+            .into_iter()
+            .map(|i| (i.path, i.code))
+            .collect();
+        assert_eq!(checked, loaded, "{text}");
+    }
+    // The built-in file is checked as itself, not as a user file repeating every id.
+    assert_eq!(
+        check_rules(backstop_core::classify::DEFAULT_RULES, "default"),
+        vec![]
+    );
+}

@@ -43,6 +43,8 @@ const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-ac
 /// The page's routes, with their security headers.
 pub fn routes(state: &Arc<AppState>) -> Router {
     Router::new()
+        // A browser pointed at the service finds the page.
+        .route("/", get(|| async { Redirect::to("/ui") }))
         .route("/ui", get(queue_page))
         .route("/ui/style.css", get(stylesheet))
         .route("/ui/login", get(login_page).post(login))

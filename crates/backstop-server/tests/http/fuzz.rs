@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::support::{OPERATOR, Server, start_with};
 
 /// Every route, with `{}` where an id goes.
-const ROUTES: [(&str, &str); 32] = [
+const ROUTES: [(&str, &str); 33] = [
     ("POST", "/v1/classify"),
     ("POST", "/v1/recover"),
     ("POST", "/v1/outcomes"),
@@ -34,6 +34,7 @@ const ROUTES: [(&str, &str); 32] = [
     ("GET", "/readyz"),
     ("GET", "/metrics"),
     ("GET", "/openapi.json"),
+    ("GET", "/"),
     ("GET", "/ui"),
     ("GET", "/ui/items/{}"),
     ("POST", "/ui/items/{}/resolve"),

@@ -168,6 +168,19 @@ fn the_session_cookie_is_httponly_and_strict_and_pages_allow_no_script() {
     }
 }
 
+/// A browser pointed at the service's root is sent to the page, with the page's headers.
+#[test]
+fn the_root_redirects_to_the_page() {
+    let server = start();
+    let root = get(&server, "/", None);
+    assert_eq!(root.status, 303, "{}", root.text);
+    assert_eq!(root.location.as_deref(), Some("/ui"));
+    assert!(
+        root.csp.unwrap_or_default().contains("default-src 'none'"),
+        "the page's security headers"
+    );
+}
+
 #[test]
 fn a_resolution_needs_a_session_and_its_csrf_token_and_an_allowed_decision() {
     let server = start();

@@ -178,7 +178,8 @@ Examples:
 A one-shot hint starts from fresh counters. With --jsonl, each line is one failure of the trace,
 counters carried from line to line: a report, or {\"report\": {...}, \"task\": \"t2\",
 \"at\": \"2026-01-01T00:00:05Z\", \"context\": {\"tool\": ..., \"operation\": ..., \"error\": ...}}
-where every key but report is optional (task defaults to --task, at to --now). The step is JSON
+where every key but report is optional (task defaults to --task, at to --now; --task may be
+left out when every line names its task: a line that names none is refused). The step is JSON
 when piped or with --json: {class, action, hint, delay_ms, defer_until, attempts, breaker,
 budget, escalation, reason}.
 
@@ -320,9 +321,10 @@ fn parse_threshold(text: &str) -> Result<f64, String> {
 /// `backstop hint`.
 #[derive(Debug, Args)]
 pub struct HintArgs {
-    /// The agent's task: attempts are counted per task.
-    #[arg(long, value_name = "ID")]
-    pub task: String,
+    /// The agent's task: attempts are counted per task (with --jsonl, the task of lines that
+    /// name none; needed only if one doesn't).
+    #[arg(long, value_name = "ID", required_unless_present = "jsonl")]
+    pub task: Option<String>,
     #[command(flatten)]
     pub report: ReportArgs,
     /// The time of the failure (RFC 3339); default: now.

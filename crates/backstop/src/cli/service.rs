@@ -26,6 +26,9 @@ pub struct ServeArgs {
     /// Where to listen (overrides the config's `listen`).
     #[arg(long, value_name = "ADDR", env = crate::settings::ENV_LISTEN)]
     pub listen: Option<String>,
+    /// Not a flag of `serve`: taken only to refuse it with the `--listen` to give instead.
+    #[arg(long, value_name = "PORT", hide = true)]
+    pub port: Option<String>,
     /// The ledger: a `SQLite` file or a `postgres://` URL (overrides the config's `db`; default
     /// ./backstop.db).
     #[arg(long, value_name = "PATH", env = crate::settings::ENV_DB, hide_env_values = true)]

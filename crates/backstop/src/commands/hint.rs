@@ -73,7 +73,9 @@ pub fn run(
     };
     let ctx = context_of(&report, None);
     let failure = classify(&settings.rules, &report, settings.now);
-    let step = recovery.next(&settings.task, &failure, &ctx, settings.now);
+    // clap requires --task unless --jsonl.
+    let task = settings.task.as_deref().unwrap_or_default();
+    let step = recovery.next(task, &failure, &ctx, settings.now);
     match settings.output {
         OutputMode::Json => output::json_line(out, &step)?,
         OutputMode::Human => output::step_human(out, &step)?,
@@ -130,6 +132,16 @@ fn stream(
 
 type Line = (String, Report, Timestamp, Option<Context>);
 
+/// A line naming no task when `--task` gave none.
+fn no_task() -> Issue {
+    Issue::new(
+        "task",
+        "missing_task",
+        "the line names no task and --task was not given: send {\"report\": ..., \"task\": ...} \
+         or give --task",
+    )
+}
+
 /// A line is a report, or an envelope `{report, task?, at?, context?}`.
 fn parse_line(settings: &HintSettings, line: &[u8]) -> Result<Line, Vec<Issue>> {
     let text = std::str::from_utf8(line)
@@ -137,7 +149,8 @@ fn parse_line(settings: &HintSettings, line: &[u8]) -> Result<Line, Vec<Issue>> 
     let value = input::json_value(text).map_err(|issue| vec![issue])?;
     if value.get("report").is_none() {
         let report = Report::from_json(text)?;
-        return Ok((settings.task.clone(), report, settings.now, None));
+        let task = settings.task.clone().ok_or_else(|| vec![no_task()])?;
+        return Ok((task, report, settings.now, None));
     }
     let envelope: Envelope = input::typed(&value, input::Format::Json)
         .map_err(|issue| vec![Issue::new(issue.path, "bad_envelope", issue.message)])?;
@@ -150,7 +163,10 @@ fn parse_line(settings: &HintSettings, line: &[u8]) -> Result<Line, Vec<Issue>> 
             })
             .collect::<Vec<_>>()
     })?;
-    let task = envelope.task.unwrap_or_else(|| settings.task.clone());
+    let task = envelope
+        .task
+        .or_else(|| settings.task.clone())
+        .ok_or_else(|| vec![no_task()])?;
     let mut issues = Vec::new();
     check_task(&task, "task", &mut issues);
     if !issues.is_empty() {

@@ -84,13 +84,16 @@ fn load_job(job: &str, packs: &[PathBuf]) -> Result<Pack, Vec<Issue>> {
         return parse_pack(&text)
             .map_err(|issues| issues.into_iter().map(|i| i.within(&origin)).collect());
     }
+    let packs_given = packs;
     let packs = packs_by_job(packs)?;
     packs.get(job).map(|p| (**p).clone()).ok_or_else(|| {
         vec![Issue::new(
             "JOB",
             "unknown_job",
             format!(
-                "no pack is loaded for job `{job}`; loaded: {}",
+                "no pack is loaded for job `{job}` from {}; loaded: {} (name the folder or \
+                 file with --packs, or give the pack file itself)",
+                packs_searched(packs_given),
                 job_list(&packs)
             ),
         )]

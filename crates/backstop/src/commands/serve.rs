@@ -11,13 +11,21 @@ use backstop_server::{AppState, Config};
 use jiff::Timestamp;
 use tokio::signal::unix::{Signal, SignalKind};
 
-use super::{EXIT_ISSUES, EXIT_OK};
+use super::{EXIT_BAD_INPUT, EXIT_ISSUES, EXIT_OK};
 use crate::cli::ServeArgs;
 use crate::output;
 use crate::settings::OutputMode;
 
 /// Runs the service until SIGTERM or Ctrl-C.
 pub fn run(args: &ServeArgs, out: &mut impl Write, err: &mut impl Write) -> io::Result<u8> {
+    if let Some(port) = &args.port {
+        writeln!(
+            err,
+            "error: `serve` has no --port; it takes the whole address: --listen 127.0.0.1:{port} \
+             (or `listen` in the config)"
+        )?;
+        return Ok(EXIT_BAD_INPUT);
+    }
     let (config, issues) = resolve(args);
     if !issues.is_empty() {
         return output::refuse_command(OutputMode::Human, &issues, out, err);

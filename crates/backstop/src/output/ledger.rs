@@ -171,11 +171,16 @@ pub fn case_human(out: &mut impl Write, case: &CaseRecord) -> io::Result<()> {
         "case {} (job {}, caller {})",
         case.id, case.job, case.caller
     )?;
+    // Cycles count from 0: rows of an earlier cycle are shown as ended, not as current.
+    let cycles = match case.cycle {
+        0 => "current cycle 0".to_owned(),
+        1 => "cycle 0 ended; current cycle 1".to_owned(),
+        n => format!("cycles 0 to {} ended; current cycle {n}", n - 1),
+    };
     writeln!(
         out,
-        "  opened {}; {named}; current cycle {} (a decision or a resolved review ends one)",
+        "  opened {}; {named}; {cycles} (a decision or a resolved review ends one)",
         short_time(case.opened_at),
-        case.cycle
     )?;
     writeln!(out)?;
     if case.attempts.is_empty() {

@@ -1105,3 +1105,43 @@ fn long_wait_escalate_turns_an_hour_long_wait_into_a_hand_off() {
     ]));
     assert_eq!(step["action"], "wait", "{step}");
 }
+
+/// `hint --jsonl` needs no --task when every line names its own; a line that names none is
+/// refused on its line, and the others still get their steps.
+#[test]
+fn jsonl_lines_that_name_their_tasks_need_no_task_flag() {
+    let input = concat!(
+        r#"{"report": {"http_status": 503}, "task": "a"}"#,
+        "\n",
+        r#"{"http_status": 503}"#,
+        "\n",
+        r#"{"report": {"http_status": 503}, "task": "a"}"#,
+        "\n",
+    );
+    let run = hint_stdin(&["--jsonl"], input.as_bytes());
+    run.expect_code(0);
+    let lines: Vec<Value> = run
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3, "{}", run.stdout);
+    assert_step_keys(&lines[0]);
+    assert_eq!(lines[1]["error"]["code"], "malformed", "{}", lines[1]);
+    assert_eq!(lines[1]["line"], 2);
+    assert!(
+        lines[1].to_string().contains("missing_task"),
+        "{}",
+        lines[1]
+    );
+    assert_eq!(
+        lines[2]["attempts"]["task_used"], 2,
+        "counted for task a: {}",
+        lines[2]
+    );
+
+    // Without --jsonl, --task is still required.
+    let one = hint_stdin(&["--status", "503"], b"");
+    one.expect_code(2);
+    assert!(one.stderr.contains("--task"), "{}", one.stderr);
+}

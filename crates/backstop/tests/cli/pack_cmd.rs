@@ -140,4 +140,9 @@ fn pack_brief_of_an_unknown_job_names_the_loaded_ones_and_exits_2() {
         pairs(&[("JOB", "unknown_job")])
     );
     assert!(run.stdout.contains("vendor-risk"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("from ./packs") && run.stdout.contains("--packs"),
+        "where it looked, and how to look elsewhere: {}",
+        run.stdout
+    );
 }

@@ -28,6 +28,25 @@ fn the_default_rules_are_ok() {
     assert_eq!(run.stderr, "");
 }
 
+/// A rule id a built-in rule has is refused by `rules check`, as loading refuses it.
+#[test]
+fn an_id_a_built_in_rule_has_is_an_issue_as_loading_says() {
+    let dir = TempDir::new("builtin-id");
+    let file = dir.write(
+        "mine.toml",
+        "[[rules]]\nid = \"http.403\"\nclass = \"auth\"\nwhen = { http_status = 599 }\n",
+    );
+    let checked = run(&["rules", "check", arg(&file), "--json"], b"");
+    checked.expect_code(1);
+    assert!(
+        checked.stdout.contains("duplicate_id"),
+        "{}",
+        checked.stdout
+    );
+    let loaded = run(&["classify", "--status", "599", "--rules", arg(&file)], b"");
+    assert!(loaded.stdout.contains("duplicate_id") || loaded.stderr.contains("duplicate_id"));
+}
+
 #[test]
 fn a_shadowed_rule_is_an_issue_and_exit_1() {
     let dir = TempDir::new("shadowed");

@@ -636,6 +636,20 @@ fn api_keys_name_callers_and_only_an_operator_resolves_a_review() {
     assert_eq!(code, Some(0), "{stderr}");
 }
 
+/// A user who reaches for `--port` is shown the `--listen` to give, and nothing starts.
+#[test]
+fn a_port_flag_is_refused_with_the_listen_to_give() {
+    let dir = TempDir::new("serve-port");
+    let db = dir.path().join("ledger.db");
+    let refused = serve_refused(dir.path(), &["--port", "7700", "--db", arg(&db)]);
+    refused.expect_code(2);
+    assert!(
+        refused.stderr.contains("--listen 127.0.0.1:7700"),
+        "{refused:#?}"
+    );
+    assert!(!db.exists(), "a refused serve creates no ledger");
+}
+
 #[test]
 fn an_open_service_listens_on_loopback_only_and_keys_allow_any_address() {
     let dir = TempDir::new("serve-exposed");
