@@ -90,9 +90,11 @@ decision outcomes (the pack is found by job in --packs) or `handoff`; a task's e
 Exit codes:
   0  resolved; the item is printed
   1  the ledger could not be opened, read or written
-  2  no ledger at --db (never created here), bad flags, a decision the item does not take (the allowed ones are listed), or no pack
-     for a case's job in --packs; every issue is listed and nothing is written
-  3  no such item, or already resolved (a refusal is printed)";
+  2  no ledger at --db (never created here), bad flags, or no pack for a case's job in --packs;
+     every issue is listed and nothing is written
+  3  no such item, already resolved, or a decision the item does not take
+     (`decision_not_allowed`, as HTTP's 409; the allowed ones are listed): a refusal is
+     printed and nothing is written";
 
 /// Where the ledger is, for a command that may create it: `--db`.
 #[derive(Debug, Args)]

@@ -129,11 +129,15 @@ pub fn resolve(
         );
         return refused(&refusal, out);
     }
-    let checked = resolutions(&item, &args.packs).and_then(|allowed| {
-        resolution::check(&args.decision, &allowed, "--decision").map_err(|issue| vec![issue])
-    });
-    if let Err(issues) = checked {
-        return output::refuse_command(OutputMode::Json, &issues, out, err);
+    let allowed = match resolutions(&item, &args.packs) {
+        Ok(allowed) => allowed,
+        Err(issues) => return output::refuse_command(OutputMode::Json, &issues, out, err),
+    };
+    if let Err(issue) = resolution::check(&args.decision, &allowed, "--decision") {
+        // Well formed, but not what this item allows: the refusal HTTP answers 409 with.
+        let mut refusal = Refusal::new(RefusalCode::DecisionNotAllowed, issue.message.clone());
+        refusal.error.issues.push(issue);
+        return refused(&refusal, out);
     }
     let resolution = Resolution {
         by: args.by.clone(),

@@ -255,8 +255,13 @@ fn review_resolve_refuses_a_decision_the_item_does_not_take_and_writes_nothing()
     ] {
         for decision in ["totally_made_up", "review_privacy", "approve_ish"] {
             let refused = queue.resolve(id, decision, &["--packs", arg(&packs)]);
-            refused.expect_code(2);
+            // The refusal HTTP answers 409 with, and its exit code.
+            refused.expect_code(3);
             let refusal = refused.json();
+            assert_eq!(
+                refusal["error"]["code"], "decision_not_allowed",
+                "{refusal}"
+            );
             assert_eq!(
                 issue_paths_and_codes(&refusal),
                 pairs(&[("--decision", "unknown_decision")])
@@ -273,7 +278,7 @@ fn review_resolve_refuses_a_decision_the_item_does_not_take_and_writes_nothing()
     }
     // A case's lane is where it waits, not how it ends; a task takes no pack decision.
     let wrong_kind = queue.resolve("2", "approve", &["--packs", arg(&packs)]);
-    wrong_kind.expect_code(2);
+    wrong_kind.expect_code(3);
     // Nothing was written: the case is still in review and its cycle did not end.
     let blocked = queue.decide("e2", "acme.io", &personal_data());
     blocked.expect_code(3);
