@@ -168,8 +168,9 @@ fn run_as_written(name: &str, heading: &str) {
     );
 
     let dir = TempDir::new("as-written");
-    for folder in named_folders(&script, &root) {
-        copy_folder(&root.join(&folder), &dir.path().join(&folder));
+    let copied = named_folders(&script, &root);
+    for folder in &copied {
+        copy_folder(&root.join(folder), &dir.path().join(folder));
     }
     let tmp = dir.path().join("tmp");
     fs::create_dir_all(&tmp).expect("the temp folder can be made");
@@ -220,6 +221,25 @@ fn run_as_written(name: &str, heading: &str) {
             );
         }
     }
+    // Run where a reader runs it (the repository), the block leaves nothing behind: whatever
+    // it writes goes under the temporary folder.
+    let mut left: Vec<String> = fs::read_dir(dir.path())
+        .expect("the run's folder can be read")
+        .map(|entry| {
+            entry
+                .expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|name| !["tmp", "block.sh", "block.log"].contains(&name.as_str()))
+        .filter(|name| !copied.contains(name))
+        .collect();
+    left.sort();
+    assert!(
+        left.is_empty(),
+        "{name}'s `{heading}` block left files where it ran (write them under `mktemp -d`): {left:?}"
+    );
 }
 
 #[test]
