@@ -332,6 +332,33 @@ mod tests {
         }
     }
 
+    /// Why full jitter is the default, as the README says: under contention (1,000 clients)
+    /// it sends about a third fewer calls than decorrelated jitter, with a far lower worst
+    /// client, and finishes sooner than equal jitter.
+    #[test]
+    fn full_jitter_sends_the_fewest_calls_under_contention() {
+        for seed in [1, 2, 3] {
+            let config = SimulationConfig::new(1000, seed);
+            let full = simulate(&config, BackoffKind::FullJitter);
+            let equal = simulate(&config, BackoffKind::EqualJitter);
+            let decorrelated = simulate(&config, BackoffKind::Decorrelated);
+            // Seen over seeds 1 to 3: 10,961 to 10,990 calls against 15,859 to 16,293; the
+            // worst client 15 or 16 calls against 40 to 50.
+            assert!(
+                full.calls * 4 < decorrelated.calls * 3,
+                "{seed}: {full:?} {decorrelated:?}"
+            );
+            assert!(
+                full.max_calls_by_one_client * 2 < decorrelated.max_calls_by_one_client,
+                "{seed}: {full:?} {decorrelated:?}"
+            );
+            assert!(
+                full.completion_ms < equal.completion_ms,
+                "{seed}: {full:?} {equal:?}"
+            );
+        }
+    }
+
     #[test]
     fn an_invalid_config_lists_every_issue() {
         let config = SimulationConfig {
