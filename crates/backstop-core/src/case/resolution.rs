@@ -45,9 +45,35 @@ pub fn check(decision: &str, allowed: &[String], path: &str) -> Result<(), Issue
     }
 }
 
+/// Refuses a hand-off without a note (blank counts as none): the person it goes to must read
+/// who takes it over and why. `path` is the note's field or flag.
+pub fn check_note(decision: &str, note: Option<&str>, path: &str) -> Result<(), Issue> {
+    if decision == HANDOFF && note.is_none_or(|n| n.trim().is_empty()) {
+        Err(Issue::new(
+            path,
+            "missing_note",
+            "a hand-off needs a note: who takes it over, and why",
+        ))
+    } else {
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_handoff_needs_a_note_and_nothing_else_does() {
+        assert!(check_note(HANDOFF, Some("privacy team: needs the DPA"), "note").is_ok());
+        for blank in [None, Some(""), Some("  \n")] {
+            assert_eq!(
+                check_note(HANDOFF, blank, "note").unwrap_err().code,
+                "missing_note"
+            );
+        }
+        assert!(check_note(RETRY, None, "note").is_ok());
+    }
 
     const PACK: &str = include_str!("../../../../packs/vendor-risk.toml");
 

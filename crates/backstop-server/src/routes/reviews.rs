@@ -114,7 +114,7 @@ pub async fn list(
 pub struct ResolveBody {
     /// The decision (an outcome id of the pack, or words).
     decision: String,
-    /// A note for the record.
+    /// A note for the record; required (not blank) with `handoff`: who takes it over, and why.
     #[serde(default)]
     note: Option<String>,
 }
@@ -183,6 +183,9 @@ pub async fn resolve_item(
         if !issues.is_empty() {
             return Err(ApiError::malformed(issues));
         }
+    }
+    if let Err(issue) = resolution::check_note(&decision, note.as_deref(), "note") {
+        return Err(ApiError::malformed(vec![issue]));
     }
     let item = review_item(state, id).await?;
     let allowed = allowed_resolutions(state, &item)?;

@@ -402,7 +402,7 @@ async fn resolve(
         .note
         .map(|n| n.trim().to_owned())
         .filter(|n| !n.is_empty());
-    if decision == backstop_core::case::resolution::HANDOFF && note.is_none() {
+    if backstop_core::case::resolution::check_note(&decision, note.as_deref(), "note").is_err() {
         let message = "A hand-off needs a note: who takes it over, and why.";
         return item_response(&state, &session, id, StatusCode::BAD_REQUEST, Some(message)).await;
     }

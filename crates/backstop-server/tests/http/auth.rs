@@ -120,6 +120,16 @@ fn only_an_operator_resolves_reviews_and_grants_retries() {
             .ends_with("approve, reject, handoff"),
         "{issue}"
     );
+    // A hand-off says who takes it over: without a note it is refused, as on the page.
+    for note in [json!(null), json!("   ")] {
+        let bare = server.post(
+            &path,
+            Some(OPERATOR),
+            &json!({"decision": "handoff", "note": note}),
+        );
+        assert_eq!((bare.status, bare.refused()), (400, "malformed".to_owned()));
+        assert_eq!(bare.json()["error"]["issues"][0]["code"], "missing_note");
+    }
     let still_open = server.get("/v1/reviews", Some(OPERATOR)).json();
     assert_eq!(
         still_open["reviews"][0]["resolution"],

@@ -109,6 +109,9 @@ pub fn resolve(
         let max = backstop_core::issue::MAX_NOTE_CHARS;
         backstop_core::issue::check_length(note, "--note", max, &mut issues);
     }
+    if let Err(issue) = resolution::check_note(&args.decision, args.note.as_deref(), "--note") {
+        issues.push(issue);
+    }
     if !issues.is_empty() {
         return output::refuse_command(OutputMode::Json, &issues, out, err);
     }

@@ -289,7 +289,15 @@ fn review_resolve_refuses_a_decision_the_item_does_not_take_and_writes_nothing()
     let item = approved.json();
     assert_eq!(item["resolution"]["decision"], "approve", "{item}");
     assert_eq!(item["resolution"]["by"], "dana");
-    let handed = queue.resolve("2", "handoff", &[]);
+    // A hand-off says who takes it over, as on the page and over HTTP.
+    let bare = queue.resolve("2", "handoff", &[]);
+    bare.expect_code(2);
+    assert_eq!(
+        issue_paths_and_codes(&bare.json()),
+        pairs(&[("--note", "missing_note")])
+    );
+    assert_eq!(queue.item("2")["resolution"], Value::Null);
+    let handed = queue.resolve("2", "handoff", &["--note", "the platform team takes it"]);
     handed.expect_code(0);
     assert_eq!(handed.json()["resolution"]["decision"], "handoff");
     assert_eq!(
