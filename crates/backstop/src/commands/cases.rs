@@ -130,7 +130,9 @@ pub fn show(args: &CasesShowArgs, out: &mut impl Write, err: &mut impl Write) ->
                     serde_json::to_writer_pretty(&mut *out, &case)?;
                     writeln!(out)?;
                 }
-                OutputMode::Human => output::case_human(out, &case)?,
+                OutputMode::Human => {
+                    output::case_human(out, &case, pack.as_ref().map(|p| p.identity.mode))?;
+                }
             }
             Ok(EXIT_OK)
         }

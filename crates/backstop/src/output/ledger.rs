@@ -7,6 +7,7 @@ use std::io::{self, Write};
 
 use backstop_core::Issue;
 use backstop_core::case::{Citation, Next};
+use backstop_core::pack::IdentityMode;
 use backstop_store::{CaseRecord, ResolvedBy, ReviewItem};
 use jiff::Timestamp;
 
@@ -159,12 +160,19 @@ pub fn review_human(
 }
 
 /// The case, its attempts as a timeline (with the answers and the sources and locators each
-/// cited), and its review items.
-pub fn case_human(out: &mut impl Write, case: &CaseRecord) -> io::Result<()> {
-    let named = if case.issued {
-        "id issued by backstop"
-    } else {
-        "id given by the caller"
+/// cited), and its review items. `mode` is how its job's pack names cases, when the pack was
+/// found.
+pub fn case_human(
+    out: &mut impl Write,
+    case: &CaseRecord,
+    mode: Option<IdentityMode>,
+) -> io::Result<()> {
+    let named = match (case.issued, mode) {
+        (true, _) => "id issued by backstop",
+        (false, Some(IdentityMode::Fields)) => "id made from its fields",
+        (false, Some(IdentityMode::Content)) => "id made from its excerpts' text",
+        (false, Some(IdentityMode::Id | IdentityMode::Issued)) => "id given by the caller",
+        (false, None) => "id given by the caller, or made by its job's pack (not found here)",
     };
     writeln!(
         out,

@@ -194,6 +194,42 @@ fn p1_a_decided_order_is_final_and_a_late_result_is_a_noop_kept_as_history() {
     assert_eq!(po.case()["attempts"].as_array().unwrap().len(), 2);
 }
 
+/// On a terminal, `cases show` says how a fields-named case got its id, and which cycle ended.
+#[test]
+fn cases_show_says_the_id_was_made_from_the_fields_and_which_cycle_ended() {
+    let po = Po::new("po-show-human");
+    po.decide(T0, &request("e1", &CLEAN, &[]));
+    let packs = workspace_root().join("packs");
+    let shown = run(
+        &[
+            "cases",
+            "show",
+            "--db",
+            arg(&po.db),
+            "--job",
+            "po-acknowledgement",
+            "--case",
+            &case_id(),
+            "--packs",
+            arg(&packs),
+            "--output-format",
+            "human",
+        ],
+        b"",
+    );
+    shown.expect_code(0);
+    assert!(
+        shown.stdout.contains("id made from its fields"),
+        "{}",
+        shown.stdout
+    );
+    assert!(
+        shown.stdout.contains("cycle 0 ended; current cycle 1"),
+        "{}",
+        shown.stdout
+    );
+}
+
 #[test]
 fn p2_a_result_missing_confidence_or_source_status_is_held_never_decided() {
     for (tag, field) in [("po-p2a", "confidence"), ("po-p2b", "source_status")] {
