@@ -40,6 +40,11 @@ pub fn run(settings: ReplaySettings, out: &mut impl Write, err: &mut impl Write)
     Ok(EXIT_OK)
 }
 
+/// An event's time with milliseconds always shown, so the lines' times line up.
+fn aligned(at: jiff::Timestamp) -> String {
+    format!("{at:.3}")
+}
+
 fn human(out: &mut impl Write, lines: &[ReplayLine], totals: &ReplayTotals) -> io::Result<()> {
     for line in lines {
         let saved = if line.unneeded {
@@ -57,7 +62,7 @@ fn human(out: &mut impl Write, lines: &[ReplayLine], totals: &ReplayTotals) -> i
                 writeln!(
                     out,
                     "{} line {:>3}  {} / {}: {} -> {}{when}{saved}",
-                    line.at,
+                    aligned(line.at),
                     line.line,
                     line.task,
                     line.tool,
@@ -69,7 +74,10 @@ fn human(out: &mut impl Write, lines: &[ReplayLine], totals: &ReplayTotals) -> i
             _ => writeln!(
                 out,
                 "{} line {:>3}  {} / {}: success{saved}",
-                line.at, line.line, line.task, line.tool
+                aligned(line.at),
+                line.line,
+                line.task,
+                line.tool
             )?,
         }
     }

@@ -181,6 +181,12 @@ fn a_mixed_trace_for_a_person() {
         .copied()
         .collect();
     assert_eq!(events.len(), 7, "{}", run.stdout);
+    // The times line up: each is as wide as the first, milliseconds always shown.
+    let width = events[0].find(" line ").unwrap();
+    assert!(events[0][..width].ends_with(".000Z"), "{}", events[0]);
+    for event in &events {
+        assert_eq!(event.find(" line "), Some(width), "{}", run.stdout);
+    }
     for (i, event) in events.iter().enumerate() {
         let named = format!(" line {:>3}  ", i + 1);
         assert!(event.contains(&named), "`{named}` in `{event}`");
