@@ -15,7 +15,8 @@ pub struct Fleet {
     pub tools: Vec<ToolView>,
     /// Stopped tasks: caller, task, the denial.
     pub stopped: Vec<(String, String, String)>,
-    /// Review items opened in each of the last 24 hours (`2026-12-02T09`), oldest first.
+    /// Review items opened in each of the last 24 hours (`2026-12-02T09`), oldest first, the
+    /// quiet hours at 0.
     pub escalations_per_hour: BTreeMap<String, usize>,
     /// Attempts of the last 24 hours by job and status.
     pub attempts: Vec<AttemptCount>,
@@ -81,13 +82,14 @@ pub fn view(fleet: &Fleet) -> Markup {
         }
         section {
             h2 { "Escalations per hour (last 24 hours)" }
-            @if fleet.escalations_per_hour.is_empty() {
+            @if fleet.escalations_per_hour.values().all(|count| *count == 0) {
                 p.muted { "None." }
             } @else {
+                (escalation_bars(&fleet.escalations_per_hour))
                 table #escalations {
                     thead { tr { th { "Hour (UTC)" } th { "Items opened" } } }
                     tbody {
-                        @for (hour, count) in &fleet.escalations_per_hour {
+                        @for (hour, count) in fleet.escalations_per_hour.iter().filter(|(_, c)| **c > 0) {
                             tr { td { (hour) ":00" } td { (count) } }
                         }
                     }
@@ -108,6 +110,37 @@ pub fn view(fleet: &Fleet) -> Markup {
                                 @for s in STATUSES { td { (counts.get(s).copied().unwrap_or(0)) } }
                             }
                         }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Bar width and gap, and the bars' full height, in the chart's units.
+const BAR: usize = 16;
+const GAP: usize = 4;
+const BARS_HEIGHT: usize = 60;
+
+/// The escalations per hour as a bar chart: SVG drawn here (no script, nothing fetched), a bar
+/// per hour, oldest left, each with its hour and count as its title; hours labelled every six.
+fn escalation_bars(per_hour: &BTreeMap<String, usize>) -> Markup {
+    let most = per_hour.values().copied().max().unwrap_or(0).max(1);
+    let width = per_hour.len() * (BAR + GAP);
+    let height = BARS_HEIGHT + 14;
+    html! {
+        svg #escalation-bars xmlns="http://www.w3.org/2000/svg" role="img"
+            aria-label="Review items opened per hour, last 24 hours"
+            viewBox=(format!("0 0 {width} {height}")) width=(width) height=(height) {
+            @for (i, (hour, count)) in per_hour.iter().enumerate() {
+                @let bar = if *count == 0 { 0 } else { (count * BARS_HEIGHT / most).max(2) };
+                @let x = i * (BAR + GAP);
+                rect x=(x) y=(BARS_HEIGHT - bar) width=(BAR) height=(bar) fill="#b4442c" {
+                    title { (hour) ":00 UTC: " (count) }
+                }
+                @if i % 6 == 0 {
+                    text x=(x) y=(height - 2) font-size="10" fill="#555" {
+                        (hour.get(11..13).unwrap_or_default()) "h"
                     }
                 }
             }

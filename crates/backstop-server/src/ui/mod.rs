@@ -546,9 +546,17 @@ async fn fleet_page(State(state): State<Arc<AppState>>, headers: HeaderMap) -> R
         Ok(read) => read,
         Err(response) => return response,
     };
+    let hour_of = |at: Timestamp| -> String { at.to_string().chars().take(13).collect() };
+    // Every hour of the last 24, the quiet ones too: the chart shows each.
+    for back in (0..24).rev() {
+        let hour = hour_of(now - SignedDuration::from_hours(back));
+        fleet.escalations_per_hour.insert(hour, 0);
+    }
     for item in items.iter().filter(|i| i.opened_at >= since) {
-        let hour: String = item.opened_at.to_string().chars().take(13).collect();
-        *fleet.escalations_per_hour.entry(hour).or_default() += 1;
+        // The hour that began just over 24 hours ago is not one of the 24.
+        if let Some(count) = fleet.escalations_per_hour.get_mut(&hour_of(item.opened_at)) {
+            *count += 1;
+        }
     }
     fleet.attempts = attempts;
     render(

@@ -168,6 +168,42 @@ fn the_session_cookie_is_httponly_and_strict_and_pages_allow_no_script() {
     }
 }
 
+/// The fleet page draws the escalations per hour as bars: SVG made by the server, a bar for
+/// each of the last 24 hours (quiet ones empty), each titled with its count; no script.
+#[test]
+fn the_fleet_page_charts_escalations_per_hour() {
+    let server = start();
+    let cookie = sign_in(&server, OPERATOR).unwrap();
+    let quiet = get(&server, "/ui/fleet", Some(&cookie));
+    assert!(
+        !quiet.text.contains("escalation-bars"),
+        "no chart with nothing to chart"
+    );
+    let held = server.post(
+        "/v1/jobs/vendor-risk/decisions",
+        Some(AGENT_A),
+        &vendor(
+            "ui-bars",
+            "bars.example",
+            "The processor handles personal data of customers.",
+        ),
+    );
+    assert_eq!(held.json()["status"], "held", "{}", held.text);
+    let fleet = get(&server, "/ui/fleet", Some(&cookie));
+    assert_eq!(fleet.status, 200);
+    let chart = fleet
+        .text
+        .split("<svg")
+        .nth(1)
+        .and_then(|rest| rest.split("</svg>").next())
+        .expect("an inline SVG");
+    assert!(chart.contains(r#"id="escalation-bars""#), "{chart}");
+    assert_eq!(chart.matches("<rect").count(), 24, "{chart}");
+    assert_eq!(chart.matches(":00 UTC: 1</title>").count(), 1, "{chart}");
+    assert_eq!(chart.matches(":00 UTC: 0</title>").count(), 23, "{chart}");
+    assert!(!fleet.text.contains("<script"));
+}
+
 /// A browser pointed at the service's root is sent to the page, with the page's headers.
 #[test]
 fn the_root_redirects_to_the_page() {
