@@ -180,6 +180,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Simulate(cli::SimulateCommand::Backoff(args)) => {
             commands::simulate::backoff(&args, &mut out, &mut err)?
         }
+        Command::Completions(args) => commands::docs::completions(&args, &mut out)?,
+        Command::Man(args) => commands::docs::man(&args, &mut out, &mut err)?,
     };
     out.flush()?;
     Ok(code)

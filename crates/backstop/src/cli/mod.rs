@@ -150,6 +150,50 @@ pub enum Command {
     /// Run the eight-purchase-order scenario end to end on a temporary ledger.
     #[command(after_help = DEMO_HELP)]
     Demo(DemoArgs),
+    /// Print a shell's completion script for every command and flag.
+    #[command(after_help = COMPLETIONS_HELP)]
+    Completions(CompletionsArgs),
+    /// Write a man page for backstop and for each of its commands.
+    #[command(after_help = MAN_HELP)]
+    Man(ManArgs),
+}
+
+const COMPLETIONS_HELP: &str = "\
+Examples:
+  backstop completions bash > ~/.local/share/bash-completion/completions/backstop
+  backstop completions zsh > \"${fpath[1]}/_backstop\"
+  backstop completions fish > ~/.config/fish/completions/backstop.fish
+
+Exit codes:
+  0  the script was printed
+  2  an unknown shell";
+
+const MAN_HELP: &str = "\
+Examples:
+  backstop man --out ~/.local/share/man/man1 && man backstop
+  backstop man | man -l -
+
+Without --out, prints backstop(1) alone. With --out, writes backstop.1 and one page per command
+(backstop-review-resolve.1, ...), each from the same text as --help.
+
+Exit codes:
+  0  the pages were written
+  1  the folder could not be written";
+
+/// `backstop completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `backstop man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The folder to write every page to (made if missing); without it, backstop(1) is printed.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 const CLASSIFY_HELP: &str = "\

@@ -7,6 +7,7 @@ pub mod classify;
 pub mod config;
 pub mod demo;
 pub mod dispatch;
+pub mod docs;
 pub mod external_decider;
 pub mod hint;
 pub mod mcp;

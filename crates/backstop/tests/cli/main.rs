@@ -40,6 +40,7 @@
 
 mod cases_cmd;
 mod classify;
+mod docs_cmd;
 mod effects_cmd;
 mod errors;
 mod fleet_cmd;
