@@ -56,15 +56,7 @@ pub fn journal(
         open.client.simple_query(&write_state)?;
     }
     fault!("journal.rows_written");
-    for review in &writes.task_reviews {
-        super::queries::open_task_review_in(
-            open.client,
-            &review.caller,
-            &review.escalation,
-            &review.reason,
-            review.at,
-        )?;
-    }
+    open_task_reviews(open.client, &writes.task_reviews)?;
     fault!("journal.reviews_opened");
     open.client.batch_execute("COMMIT")?;
     open.ended = true;
@@ -102,14 +94,17 @@ pub fn journal_speculating(
             open.ended = true;
             let entries = text_entries(&messages)?;
             let writes = follow(&entries);
-            // The speculation said nothing is left to write; should it be wrong, what is left
-            // is written at once rather than lost.
+            // The speculation said no review item opens (and no checkpoint is asked: none is
+            // speculated when one is due); should it be wrong, the items open at once rather
+            // than being lost.
             debug_assert!(
                 writes.task_reviews.is_empty(),
                 "a speculation failed to hold"
             );
-            if writes.checkpoint.is_some() || !writes.task_reviews.is_empty() {
-                write_late(open.client, &writes, entries.last().map_or(after, |e| e.id))?;
+            if !writes.task_reviews.is_empty() {
+                let mut tx = open.client.transaction()?;
+                open_task_reviews(&mut tx, &writes.task_reviews)?;
+                tx.commit()?;
             }
             Ok(entries)
         }
@@ -121,26 +116,21 @@ pub fn journal_speculating(
     }
 }
 
-/// What `follow` asked to write after a transaction that committed without it, in one more.
-fn write_late(
-    client: &mut Client,
-    writes: &JournalWrites,
-    position: i64,
+/// Opens the review item of each of `reviews` (unless its task has one open), in the
+/// transaction `tx` is in.
+fn open_task_reviews(
+    tx: &mut impl postgres::GenericClient,
+    reviews: &[crate::TaskReview],
 ) -> Result<(), StoreError> {
-    let mut tx = client.transaction()?;
-    if let Some(rows) = &writes.checkpoint {
-        tx.batch_execute(&write_state_call(rows, position))?;
-    }
-    for review in &writes.task_reviews {
+    for review in reviews {
         super::queries::open_task_review_in(
-            &mut tx,
+            tx,
             &review.caller,
             &review.escalation,
             &review.reason,
             review.at,
         )?;
     }
-    tx.commit()?;
     Ok(())
 }
 
@@ -299,15 +289,7 @@ fn journal_in(
         )?;
     }
     fault!("journal.rows_written");
-    for review in &writes.task_reviews {
-        super::queries::open_task_review_in(
-            tx,
-            &review.caller,
-            &review.escalation,
-            &review.reason,
-            review.at,
-        )?;
-    }
+    open_task_reviews(tx, &writes.task_reviews)?;
     fault!("journal.reviews_opened");
     Ok(entries)
 }
