@@ -106,6 +106,8 @@ def test_policy_denial_stops_and_never_calls_again(
         assert "content_policy_violation" in stop.report["message"]
         assert stop.task == task and stop.tool == tool
         assert "do not work around it" in stop.hint
+        # The rule's own sentence, not the strategy's internals.
+        assert stop.explanation and "strategy 1 of" not in stop.explanation
 
         # The stop is the task's, not the call's: another tool of the same task stops too.
         other = Script([http_error(503)])
@@ -113,6 +115,10 @@ def test_policy_denial_stops_and_never_calls_again(
             bs.guard(task, "another-tool").call(other)
         assert len(other.calls) == 1
         assert "policy denial" in again.value.reason
+        # A person reads the sentence: what stopped the task, in words, in the message too.
+        assert "earlier policy denial" in again.value.explanation
+        assert again.value.explanation in str(again.value)
+        assert "strategy 1 of" not in again.value.explanation
     assert task_view(server, task)["stopped_by"] is not None
 
 

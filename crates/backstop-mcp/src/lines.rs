@@ -18,6 +18,8 @@ struct StepLine {
     defer_until: Option<String>,
     escalation: Option<Handoff>,
     fallback_tool: Option<String>,
+    #[serde(default)]
+    explanation: String,
 }
 
 /// Who a task goes to.
@@ -60,11 +62,19 @@ pub fn step(body: &Value) -> Option<String> {
         ),
         Action::Stop => format!("stop: {hint}"),
         Action::Escalate => match &step.escalation {
-            Some(handoff) => format!("escalate to {}: {}", handoff.to, handoff.why),
+            Some(handoff) if step.explanation.is_empty() => {
+                format!("escalate to {}: {}", handoff.to, handoff.why)
+            }
+            Some(handoff) => format!("escalate to {}: {hint}", handoff.to),
             None => format!("escalate to a person: {hint}"),
         },
     };
-    Some(line)
+    // The sentence a person reads about the failure follows what to do.
+    Some(if step.explanation.is_empty() {
+        line
+    } else {
+        format!("{line} Why: {}", step.explanation)
+    })
 }
 
 /// The line for a classification (`classify`).
@@ -194,6 +204,19 @@ mod tests {
         assert_eq!(line, "retry in 2.0 s: the hint");
         let line = step(&step_body("transient", "retry_same", 163)).unwrap();
         assert_eq!(line, "retry in 0.2 s: the hint");
+    }
+
+    #[test]
+    fn a_line_ends_with_the_sentence_a_person_reads() {
+        let mut body = step_body("quota_exhausted", "escalate", 0);
+        body["escalation"] = json!({"to": "billing", "why": "quota_exhausted: strategy 1 of 1"});
+        body["explanation"] = json!("The account's quota is used up.");
+        let line = step(&body).unwrap();
+        assert_eq!(
+            line,
+            "escalate to billing: the hint Why: The account's quota is used up."
+        );
+        assert!(!line.contains("strategy 1 of"), "{line}");
     }
 
     #[test]

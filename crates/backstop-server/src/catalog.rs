@@ -40,15 +40,7 @@ impl Catalog {
                     continue;
                 }
             };
-            match parse_pack(&text) {
-                Ok(pack) if !lint_pack(&pack, &file).is_empty() => issues.extend(
-                    lint_pack(&pack, &file)
-                        .into_iter()
-                        .map(|issue| issue.within(&origin)),
-                ),
-                Ok(pack) if let Some(issue) = forbidden_status_url(&pack, config.outbound) => {
-                    issues.push(issue.within(&origin));
-                }
+            match served_pack(&text, &file, config.outbound) {
                 Ok(pack) => {
                     if packs.contains_key(&pack.job) {
                         issues.push(Issue::new(
@@ -118,6 +110,40 @@ pub fn strategy_table(
         .map(|(o, t)| (o.as_str(), t.as_str()))
         .collect();
     backstop_core::recover::StrategyTable::load_all(&borrowed)
+}
+
+/// A pack file's text as every command that loads one reads it (`decide --pack`, `dispatch
+/// --pack`, `cases show --pack`, `pack brief|schema FILE`, and, with [`served_pack`], `serve`,
+/// `config check` and `pack check`): parsed, then linted by [`lint_pack`]. Paths are inside
+/// the file.
+///
+/// # Errors
+/// Every issue of the text, or else every lint.
+pub fn read_pack(text: &str, file: &Path) -> Result<Pack, Vec<Issue>> {
+    let pack = parse_pack(text)?;
+    let issues = lint_pack(&pack, file);
+    if issues.is_empty() {
+        Ok(pack)
+    } else {
+        Err(issues)
+    }
+}
+
+/// [`read_pack`], and a `status_url` the service may contact under `outbound`: what `serve`
+/// loads, `config check` checks, and `pack check` checks under the default policy.
+///
+/// # Errors
+/// Every issue [`read_pack`] finds, or the status URL's.
+pub fn served_pack(
+    text: &str,
+    file: &Path,
+    outbound: crate::outbound::Outbound,
+) -> Result<Pack, Vec<Issue>> {
+    let pack = read_pack(text, file)?;
+    match forbidden_status_url(&pack, outbound) {
+        Some(issue) => Err(vec![issue]),
+        None => Ok(pack),
+    }
 }
 
 /// What is wrong with a parsed pack beyond its own text, the same for `pack check`, `config

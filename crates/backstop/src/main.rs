@@ -14,7 +14,10 @@ use crate::cli::{Cli, Command, RulesCommand};
 use crate::settings::ReportSource;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return refuse_command_line(&e),
+    };
     let filter = tracing_subscriber::EnvFilter::try_new(&cli.log_level)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let logs = tracing_subscriber::fmt()
@@ -50,6 +53,63 @@ fn stdin_for(source: &ReportSource, err: &mut impl Write) -> io::Result<io::Stdi
     Ok(stdin.lock())
 }
 
+/// A command line clap refused: its message for a person on stderr, as clap writes it, and
+/// when stdout is not a terminal the refusal JSON there too, as every command refuses bad
+/// input; exit 2. Help and version are printed as asked.
+fn refuse_command_line(error: &clap::Error) -> ExitCode {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let code = match error.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => error.exit(),
+        ErrorKind::InvalidValue | ErrorKind::ValueValidation => "bad_value",
+        ErrorKind::UnknownArgument => "unknown_flag",
+        ErrorKind::InvalidSubcommand => "unknown_command",
+        ErrorKind::MissingRequiredArgument | ErrorKind::MissingSubcommand => "missing",
+        ErrorKind::ArgumentConflict => "conflicting_flags",
+        _ => "bad_command_line",
+    };
+    let _ = error.print();
+    if !io::stdout().is_terminal() {
+        let arg = match error.get(ContextKind::InvalidArg) {
+            Some(ContextValue::String(arg)) => Some(arg.as_str()),
+            Some(ContextValue::Strings(args)) => args.first().map(String::as_str),
+            _ => None,
+        };
+        let path = arg
+            .and_then(|arg| arg.split_whitespace().next())
+            .unwrap_or_default();
+        // The message up to the usage line, on one line.
+        let rendered = error.render().to_string();
+        let message = rendered
+            .lines()
+            .take_while(|line| !line.starts_with("Usage:"))
+            .map(str::trim)
+            .filter(|line| !line.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let message = message.trim_start_matches("error: ").to_owned();
+        let issue = backstop_core::Issue::new(path, code, message);
+        let refusal = output::refusal("malformed", "the command line was refused", &[issue]);
+        let _ = output::json_line(&mut io::stdout(), &refusal);
+    }
+    ExitCode::from(commands::EXIT_BAD_INPUT)
+}
+
+/// What `decide`, `dispatch` and `key` read from stdin.
+const REQUEST: &str = "the JSON request";
+
+/// Stdin for a command that reads `what` there (`None`: it will not read it): on a terminal,
+/// it first says so.
+fn stdin_reading(what: Option<&str>, err: &mut impl Write) -> io::Result<io::StdinLock<'static>> {
+    let stdin = io::stdin();
+    if let Some(notice) = what.and_then(|what| output::stdin_wait_notice(what, stdin.is_terminal()))
+    {
+        writeln!(err, "{notice}")?;
+    }
+    Ok(stdin.lock())
+}
+
 #[allow(
     clippy::too_many_lines,
     reason = "the dispatch table: one arm per command"
@@ -78,7 +138,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             commands::config::new_key(&mut out, &mut err)?
         }
         Command::Config(cli::ConfigCommand::HashKey(args)) => {
-            let mut input = io::stdin().lock();
+            let what = args.key.is_none().then_some("the API key (one line)");
+            let mut input = stdin_reading(what, &mut err)?;
             commands::config::hash(&args, &mut input, &mut out, &mut err)?
         }
         Command::Classify(args) => match settings::resolve_classify(&args) {
@@ -135,18 +196,18 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 commands::dispatch::show(show, &mut out, &mut err)?
             }
             None => {
-                let mut input = io::stdin().lock();
+                let mut input = stdin_reading(Some(REQUEST), &mut err)?;
                 commands::dispatch::dispatch(&args, &mut input, &mut out, &mut err)?
             }
         },
         Command::Key(args) => {
-            let mut input = io::stdin().lock();
+            let mut input = stdin_reading(Some(REQUEST), &mut err)?;
             commands::dispatch::key(&args, &mut input, &mut out, &mut err)?
         }
         Command::Reconcile(args) => commands::reconcile::run(&args, &mut out, &mut err)?,
         Command::Demo(args) => commands::demo::run(&args, &mut out, &mut err)?,
         Command::Decide(args) => {
-            let mut input = io::stdin().lock();
+            let mut input = stdin_reading(Some(REQUEST), &mut err)?;
             commands::cases::decide(&args, &mut input, &mut out, &mut err)?
         }
         Command::Cases(cli::CasesCommand::Show(args)) => {

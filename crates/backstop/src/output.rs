@@ -1,6 +1,7 @@
 //! How results and refusals are written: JSON for machines, text for people.
 //!
 //! - `ledger`: review items and cases for a person (`review list|show`, `cases show`)
+//! - `decision`: a case's result for a person (`decide`)
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -11,12 +12,14 @@ use backstop_core::recover::strategy::human_ms;
 use backstop_core::{Classification, Issue};
 use jiff::Timestamp;
 
-use crate::commands::{EXIT_BAD_INPUT, EXIT_REFUSED};
+use crate::commands::EXIT_BAD_INPUT;
 use crate::settings::{OutputMode, ReportSource};
 use serde_json::json;
 
+mod decision;
 mod ledger;
 
+pub use decision::decision_human;
 pub use ledger::{case_human, review_human, reviews_human};
 
 /// The one refusal shape: `{"error": {"code", "message", "issues": [...]}}`.
@@ -102,9 +105,10 @@ pub fn refuse_command(
     Ok(EXIT_BAD_INPUT)
 }
 
-/// A refused case command (`unknown_case`, `unknown_review`): the refusal as JSON on stdout,
-/// or for a person on stderr; exit 3.
-pub fn refuse_case(
+/// A refusal (`unknown_case`, `malformed`, `decision_not_allowed`, ...): as JSON on stdout, or
+/// for a person on stderr (its code, message and every issue). The exit code is the one the
+/// refusal's code has in every command: see [`crate::commands::exit_for_status`].
+pub fn refuse(
     mode: OutputMode,
     refusal: &Refusal,
     out: &mut impl Write,
@@ -112,14 +116,98 @@ pub fn refuse_case(
 ) -> io::Result<u8> {
     match mode {
         OutputMode::Json => json_line(out, refusal)?,
-        OutputMode::Human => writeln!(
-            err,
-            "refused ({}): {}",
-            refusal.error.code.as_str(),
-            refusal.error.message
-        )?,
+        OutputMode::Human => {
+            let body = &refusal.error;
+            let heading = format!("refused ({}): {}", body.code.as_str(), body.message);
+            if body.issues.is_empty() {
+                writeln!(err, "{heading}")?;
+            } else {
+                issues_human(err, &heading, &body.issues)?;
+            }
+        }
     }
-    Ok(EXIT_REFUSED)
+    Ok(crate::commands::exit_for_status(
+        refusal.error.code.status(),
+    ))
+}
+
+/// A command's result: one line of JSON, or for a person, each field on a line of its own
+/// (nested ones indented). Exit 0.
+pub fn result(
+    mode: OutputMode,
+    out: &mut impl Write,
+    value: &impl serde::Serialize,
+) -> io::Result<u8> {
+    match mode {
+        OutputMode::Json => json_line(out, value)?,
+        OutputMode::Human => value_human(out, &serde_json::to_value(value)?, "")?,
+    }
+    Ok(crate::commands::EXIT_OK)
+}
+
+/// A JSON value for a person: `key: value` lines, a nested object or list under its key,
+/// indented; `null` and empty lists read `none`.
+pub fn value_human(
+    out: &mut impl Write,
+    value: &serde_json::Value,
+    indent: &str,
+) -> io::Result<()> {
+    use serde_json::Value;
+    let scalar = |v: &Value| match v {
+        Value::Null => Some("none".to_owned()),
+        Value::String(s) => Some(s.clone()),
+        Value::Array(items) if items.is_empty() => Some("none".to_owned()),
+        Value::Object(fields) if fields.is_empty() => Some("none".to_owned()),
+        Value::Array(_) | Value::Object(_) => None,
+        other => Some(other.to_string()),
+    };
+    let deeper = format!("{indent}  ");
+    match value {
+        Value::Object(fields) => {
+            for (key, v) in fields {
+                if let Some(text) = scalar(v) {
+                    writeln!(out, "{indent}{key}: {text}")?;
+                } else {
+                    writeln!(out, "{indent}{key}:")?;
+                    value_human(out, v, &deeper)?;
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                if let Some(text) = scalar(item) {
+                    writeln!(out, "{indent}- {text}")?;
+                } else {
+                    writeln!(out, "{indent}-")?;
+                    value_human(out, item, &deeper)?;
+                }
+            }
+        }
+        other => writeln!(out, "{indent}{}", scalar(other).unwrap_or_default())?,
+    }
+    Ok(())
+}
+
+/// Writes a refusal the service answered with HTTP `status` for a person: its code and
+/// message, then each issue with its path.
+pub fn refusal_human(
+    err: &mut impl Write,
+    status: u16,
+    body: &serde_json::Value,
+) -> io::Result<()> {
+    let error = &body["error"];
+    let (Some(code), Some(message)) = (error["code"].as_str(), error["message"].as_str()) else {
+        return writeln!(err, "refused (HTTP {status}): {body}");
+    };
+    writeln!(err, "refused ({code}, HTTP {status}): {message}")?;
+    let issues: Vec<Issue> = error
+        .get("issues")
+        .and_then(|issues| serde_json::from_value(issues.clone()).ok())
+        .unwrap_or_default();
+    for issue in &issues {
+        writeln!(err, "  {issue}")?;
+    }
+    Ok(())
 }
 
 /// Writes rows under a heading, each column as wide as its widest cell and two spaces apart;
@@ -183,6 +271,12 @@ pub fn stdin_notice(source: &ReportSource, terminal: bool) -> Option<&'static st
     }
 }
 
+/// What to say before waiting on stdin for `what` (`the JSON request`, `the key`): something
+/// only when stdin is a terminal.
+pub fn stdin_wait_notice(what: &str, terminal: bool) -> Option<String> {
+    terminal.then(|| format!("backstop: reading {what} from stdin (end it with Ctrl-D)"))
+}
+
 /// Writes a step for a person.
 pub fn step_human(out: &mut impl Write, step: &Step) -> io::Result<()> {
     let when = match (step.defer_until, step.delay_ms) {
@@ -206,6 +300,9 @@ pub fn step_human(out: &mut impl Write, step: &Step) -> io::Result<()> {
         a.task_max
     )?;
     writeln!(out, "  hint: {}", step.hint)?;
+    if !step.explanation.is_empty() {
+        writeln!(out, "  why: {}", step.explanation)?;
+    }
     writeln!(out, "  reason: {}", step.reason)?;
     if let Some(breaker) = &step.breaker {
         let state = breaker.state.as_str();

@@ -116,6 +116,31 @@ pub struct HintSettings {
     pub source: ReportSource,
     /// How to print.
     pub output: OutputMode,
+    /// Where attempts are counted from run to run (`--db`, `--server`); `None`: on fresh
+    /// counters, in this run only.
+    pub counter: Option<Counter>,
+}
+
+/// Where `hint` counts its attempts from run to run.
+#[derive(Debug, Clone)]
+pub enum Counter {
+    /// A ledger, counted in this process as the service counts, with these rules and
+    /// strategies files.
+    Ledger {
+        /// The ledger.
+        db: backstop_store::Location,
+        /// Rules files before the built-in ones.
+        rules: Vec<std::path::PathBuf>,
+        /// A strategies file over the built-in table.
+        strategies: Option<std::path::PathBuf>,
+    },
+    /// A running service, with the key its callers send.
+    Server {
+        /// Its base URL.
+        url: String,
+        /// The API key, when one was given.
+        key: Option<String>,
+    },
 }
 
 /// Resolves `hint`'s flags.
@@ -138,6 +163,7 @@ pub fn resolve_hint(args: &HintArgs) -> Result<HintSettings, Vec<Issue>> {
             None => ReportSource::Stdin,
         }
     };
+    let counter = hint_counter(args, &mut issues);
     match (rules, table) {
         (Some(rules), Some(table)) if issues.is_empty() => Ok(HintSettings {
             task: args.task.clone(),
@@ -151,8 +177,61 @@ pub fn resolve_hint(args: &HintArgs) -> Result<HintSettings, Vec<Issue>> {
             } else {
                 args.output.mode()
             },
+            counter,
         }),
         _ => Err(issues),
+    }
+}
+
+/// Where `hint` counts: `--db`, `--server` (with its key), or nowhere.
+fn hint_counter(args: &HintArgs, issues: &mut Vec<Issue>) -> Option<Counter> {
+    if let Some(db) = &args.db {
+        return Some(Counter::Ledger {
+            db: db.clone(),
+            rules: args.policy.rules.clone(),
+            strategies: args.policy.strategies.clone(),
+        });
+    }
+    let url = args.server.as_ref()?;
+    if let Err(issue) = check_url(url, "--server") {
+        issues.push(issue);
+    }
+    let key = args
+        .key_file
+        .as_deref()
+        .and_then(|path| read_key(path).map_err(|issue| issues.push(issue)).ok());
+    Some(Counter::Server {
+        url: url.clone(),
+        key,
+    })
+}
+
+/// The API key in `path`: its one line, trimmed.
+pub fn read_key(path: &Path) -> Result<String, Issue> {
+    let origin = format!("--key-file {}", path.display());
+    let text = read_text(path, &origin, "the key file")?;
+    let key = text.trim();
+    if key.is_empty() || key.contains(char::is_whitespace) {
+        return Err(Issue::new(
+            &origin,
+            "bad_key",
+            "the key file must hold one API key on one line",
+        ));
+    }
+    Ok(key.to_owned())
+}
+
+/// A base URL of a running service (`flag` names where it was given).
+pub fn check_url(url: &str, flag: &str) -> Result<(), Issue> {
+    let scheme_ok = url.starts_with("http://") || url.starts_with("https://");
+    if scheme_ok && url.len() > "https://".len() {
+        Ok(())
+    } else {
+        Err(Issue::new(
+            flag,
+            "bad_url",
+            format!("`{url}` is not a URL like http://127.0.0.1:7600"),
+        ))
     }
 }
 

@@ -267,7 +267,10 @@ class Step:
     fallback_tool: Optional[str]
     """The tool to fall back to, when the failing tool has a fallback chain."""
     reason: str
-    """Why this step, in words."""
+    """Why this step, for machines and logs: the class, the strategy and the counts."""
+    explanation: str = ""
+    """Why this step, in the sentence a person reads: what the failure means, and what about
+    the task decided the step when that, not the failure, did."""
     replayed: bool = False
     """True when the answer is the stored step of an earlier request with the same
     ``Idempotency-Key`` (nothing was counted this time)."""
@@ -295,6 +298,7 @@ class Step:
             escalation=None if escalation is None else Escalation.from_json(escalation),
             fallback_tool=_opt_str(data, "fallback_tool"),
             reason=str(data.get("reason", "")),
+            explanation=str(data.get("explanation", "")),
             replayed=replayed,
             raw=dict(data),
         )

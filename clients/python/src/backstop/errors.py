@@ -240,7 +240,10 @@ class GuardSignal(Exception):
         report: Dict[str, Any],
         error: BaseException,
     ) -> None:
-        super().__init__(f"{step.action.value}: {step.hint}")
+        message = f"{step.action.value}: {step.hint}"
+        if step.explanation:
+            message = f"{message} Why: {step.explanation}"
+        super().__init__(message)
         self.step = step
         self.task = task
         self.tool = tool
@@ -253,8 +256,13 @@ class GuardSignal(Exception):
 
     @property
     def reason(self) -> str:
-        """Why backstop chose this step, in words."""
+        """Why backstop chose this step, for machines and logs (class, strategy, counts)."""
         return self.step.reason
+
+    @property
+    def explanation(self) -> str:
+        """Why backstop chose this step, in the sentence a person reads."""
+        return self.step.explanation or self.step.reason
 
     @property
     def hint(self) -> str:

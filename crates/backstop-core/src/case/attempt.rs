@@ -484,6 +484,19 @@ impl Shape<'_> {
         self.pack.attempts.max.saturating_sub(self.number).max(1)
     }
 
+    /// An answer as the result shows it: a number question's as a JSON number.
+    fn answer_value(&self, key: &str, answer: &str) -> serde_json::Value {
+        let number = self
+            .pack
+            .question(key)
+            .filter(|q| q.value_type == crate::pack::ValueType::Number)
+            .and_then(|_| answer.parse::<serde_json::Number>().ok());
+        number.map_or_else(
+            || serde_json::Value::String(answer.to_owned()),
+            serde_json::Value::Number,
+        )
+    }
+
     fn base(&self, status: ResultStatus, judgement: &Judgement) -> DecisionResult {
         DecisionResult {
             status,
@@ -498,7 +511,11 @@ impl Shape<'_> {
                 remaining: 0,
                 next: Some(Next::Escalate),
             },
-            answers: judgement.answers.clone(),
+            answers: judgement
+                .answers
+                .iter()
+                .map(|(key, answer)| (key.clone(), self.answer_value(key, answer)))
+                .collect(),
             retry: std::collections::BTreeMap::new(),
             missing: Vec::new(),
             escalation: None,

@@ -111,8 +111,10 @@ pub struct DecisionResult {
     pub case: CaseView,
     /// Attempts used and left.
     pub attempts: AttemptsView,
-    /// The closed questions' answers.
-    pub answers: BTreeMap<String, String>,
+    /// The closed questions' answers: a number question's answer is a JSON number, every
+    /// other answer a string (a date question's is its RFC 3339 time).
+    #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, AnswerValue>))]
+    pub answers: BTreeMap<String, serde_json::Value>,
     /// Guidance for each open question (undecided and gap results only).
     pub retry: BTreeMap<String, RetryGuidance>,
     /// The required related records that were not sent.
@@ -123,6 +125,18 @@ pub struct DecisionResult {
     pub effects: Vec<String>,
     /// Why the case stands as it does, for people.
     pub reason: String,
+}
+
+/// One closed question's answer in a result: a string, or a number for a number question.
+#[cfg(feature = "openapi")]
+#[derive(utoipa::ToSchema, Serialize)]
+#[serde(untagged)]
+#[allow(dead_code, reason = "only its schema is used")]
+pub enum AnswerValue {
+    /// An answer from the question's list, or a date question's time.
+    Text(String),
+    /// A number question's answer.
+    Number(f64),
 }
 
 /// The case, as a result names it.

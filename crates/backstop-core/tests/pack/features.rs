@@ -631,3 +631,30 @@ fn a_value_question_may_not_take_a_reserved_name_and_a_dispatch_judgment_needs_u
         [("questions[0].answers".to_owned(), "no_unknown".to_owned())]
     );
 }
+
+#[test]
+fn a_result_shows_a_number_answer_as_a_json_number_and_a_date_as_its_time() {
+    use backstop_core::case::{Attempted, CaseState, attempt, parse_request};
+    let pack = typed_pack("").unwrap();
+    let body = json!({
+        "execution_id": "run-1",
+        "questions": {
+            "ok": {"value": "yes"},
+            "qty": {"value": 4},
+            "ship": {"value": "2026-12-02"},
+        },
+        "confidence": 1.0,
+    });
+    let request = parse_request(&pack, "agent", &body).unwrap();
+    let now: jiff::Timestamp = "2026-12-01T00:00:00Z".parse().unwrap();
+    let Attempted::Counted { result, .. } = attempt(&pack, &CaseState::default(), &request, now)
+    else {
+        panic!("not counted");
+    };
+    let shown = serde_json::to_value(&result).unwrap();
+    assert_eq!(
+        shown["answers"],
+        json!({"ok": "yes", "qty": 4, "ship": "2026-12-02T00:00:00Z"}),
+        "{shown}"
+    );
+}

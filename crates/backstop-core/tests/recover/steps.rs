@@ -535,3 +535,61 @@ fn counts_expire_with_their_window_and_a_stop_never_does() {
         Action::Stop
     );
 }
+
+#[test]
+fn every_step_explains_itself_in_a_sentence_beside_its_machine_reason() {
+    let mut h = recovery();
+    let quota = failure(r#"{"error_code": "insufficient_quota", "http_status": 429}"#);
+    let step = h.next("q1", &quota, &on("search"), t(0));
+    assert_eq!(step.explanation, quota.reason, "the rule's own sentence");
+    assert!(
+        step.explanation.contains("quota or credit"),
+        "{}",
+        step.explanation
+    );
+    assert!(
+        step.reason.starts_with("quota_exhausted: strategy 1 of"),
+        "{}",
+        step.reason
+    );
+
+    // A task stopped by an earlier denial: the sentence says so, whatever the new failure is.
+    let denial = failure(r#"{"http_status": 451}"#);
+    h.next("d1", &denial, &on("search"), t(0));
+    let later = h.next(
+        "d1",
+        &failure(r#"{"http_status": 503}"#),
+        &on("fetch"),
+        t(1),
+    );
+    assert_eq!(later.action, Action::Stop);
+    assert!(
+        later
+            .explanation
+            .starts_with("This task was stopped by an earlier policy denial of search"),
+        "{}",
+        later.explanation
+    );
+
+    // A task out of attempts: the sentence says that, then what the failure was.
+    let table = StrategyTable::load(Some(("two.toml", "[limits]\ntask_max_attempts = 2\n")))
+        .expect("a small table");
+    let mut h = Recovery::new(table, RecoveryOptions { seed: 0 });
+    let transient = failure(r#"{"http_status": 503}"#);
+    for i in 0..2 {
+        h.next("c1", &transient, &Context::default(), t(i));
+    }
+    let capped = h.next("c1", &transient, &Context::default(), t(2));
+    assert!(
+        capped
+            .explanation
+            .starts_with("This task has used all 2 attempts"),
+        "{}",
+        capped.explanation
+    );
+    assert!(
+        capped.explanation.ends_with(&transient.reason),
+        "{}",
+        capped.explanation
+    );
+}

@@ -91,7 +91,7 @@ fn escalation(view: &ItemView<'_>) -> Markup {
             } @else if let Some(task) = &item.task {
                 dl {
                     dt { "Goes to" } dd { strong { (task.to) } }
-                    dt { "Why" } dd { (item.reason) }
+                    @if !task.why.is_empty() { dt { "Step's reason" } dd { code { (task.why) } } }
                 }
             } @else if item.escalation.is_empty() {
                 p.muted { "The lane names no escalation." }

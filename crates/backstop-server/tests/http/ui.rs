@@ -451,3 +451,43 @@ fn an_operator_lifts_a_suppression_from_the_page() {
     assert!(after.text.contains("the supplier asked to be called again"));
     assert!(after.text.contains("dana"));
 }
+
+/// A task's escalation shows the sentence a person reads once, as the item's reason, and the
+/// step's machine reason apart, under the escalation.
+#[test]
+fn a_task_escalation_reads_as_a_sentence_with_the_steps_reason_apart() {
+    let server = start();
+    let body = serde_json::json!({
+        "task": "ui-quota",
+        "report": {"error_code": "insufficient_quota", "http_status": 429},
+        "context": {"tool": "search"},
+    });
+    let step = server.post("/v1/recover", Some(AGENT_A), &body);
+    let step = step.json();
+    assert_eq!(step["action"], "escalate", "{step}");
+    let sentence = step["explanation"].as_str().unwrap().to_owned();
+    assert!(sentence.contains("quota or credit"), "{sentence}");
+    let item = server
+        .state
+        .store
+        .reviews(&backstop_store::ReviewFilter::default())
+        .unwrap()
+        .into_iter()
+        .find(|item| item.case_id == "ui-quota")
+        .expect("the escalation opened an item");
+    assert_eq!(item.reason, sentence, "the item's reason is the sentence");
+    let cookie = sign_in(&server, OPERATOR).unwrap();
+    let page = get(&server, &format!("/ui/items/{}", item.id), Some(&cookie));
+    assert_eq!(page.status, 200);
+    assert_eq!(
+        page.text.matches(sentence.as_str()).count(),
+        1,
+        "{}",
+        page.text
+    );
+    assert!(
+        page.text.contains("quota_exhausted: strategy 1 of 1"),
+        "the step's reason is kept apart: {}",
+        page.text
+    );
+}

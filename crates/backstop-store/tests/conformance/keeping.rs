@@ -295,6 +295,7 @@ pub fn a_journal_transaction_commits_whole_or_not_at_all(store: &dyn Store) {
                 class: "transient".to_owned(),
                 evidence: serde_json::Value::Null,
                 to: "the operator on call".to_owned(),
+                why: String::new(),
             },
             reason: "every way is spent".to_owned(),
             at: at(0),
@@ -414,6 +415,7 @@ fn auth_escalation(task: &str) -> backstop_store::TaskEscalation {
         class: "auth".to_owned(),
         evidence: serde_json::Value::Null,
         to: "the operator on call".to_owned(),
+        why: String::new(),
     }
 }
 

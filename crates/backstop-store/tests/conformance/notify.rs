@@ -205,6 +205,7 @@ pub fn a_task_escalation_is_notified(store: &dyn Store) {
         class: "transient".to_owned(),
         evidence: json!([{"field": "message", "value": "token=SECRET-EVIDENCE"}]),
         to: "the on-call engineer".to_owned(),
+        why: String::new(),
     };
     let item = store
         .open_task_review("agent-a", &escalation, "spent", at(0))

@@ -185,6 +185,7 @@ pub fn a_task_escalation_opens_one_review_item_at_a_time(store: &dyn Store) {
         class: "transient".to_owned(),
         evidence: json!([{"field": "http_status", "value": "503", "rule": "http.503"}]),
         to: "the on-call engineer".to_owned(),
+        why: String::new(),
     };
     let item = store
         .open_task_review(

@@ -26,6 +26,7 @@ fn review(task: &str) -> TaskReview {
             class: "auth".to_owned(),
             evidence: serde_json::Value::Null,
             to: "the operator on call".to_owned(),
+            why: String::new(),
         },
         reason: "the credentials were refused".to_owned(),
         at: at(0),

@@ -10,16 +10,18 @@ pub const DECIDE_HELP: &str = "\
 Example:
   backstop decide --pack packs/vendor-risk.toml --db ./backstop.db < request.json
 
-The request is the JSON of PACKS.md (execution_id, case, questions, related, confidence,
-source_status). The result or the refusal is printed as JSON on stdout. A resend with the same
+The request is the JSON docs/packs.md describes (execution_id, case, questions, related, confidence,
+source_status). On a terminal the result reads as sentences (what was decided, the next step,
+the attempts left, what to fix, why); JSON when piped or with --json. A resend with the same
 execution_id returns the stored result and uses no attempt; a malformed request lists every
 issue and uses no attempt.
 
 Exit codes:
   0  a result was printed (decided, held, undecided or gap)
   1  the ledger could not be opened or written
-  2  bad flags or a bad pack file; every issue is listed
-  3  the request was refused (malformed, attempt_limit_reached, issued_case_limit,
+  2  bad input: bad flags, a bad pack file, or a request that is not JSON or is malformed;
+     every issue is listed and nothing is counted
+  3  the request was refused (attempt_limit_reached, issued_case_limit,
      execution_id_conflict, case_in_review, unknown_case); the refusal is printed";
 
 pub const PURGE_HELP: &str = "\
@@ -28,7 +30,7 @@ resolved before then, notifications delivered, given up or enqueued before then,
 nothing left. Open review items and their cases are kept.
 
 Exit codes:
-  0  done; the counts are printed as JSON
+  0  done; the counts are printed (JSON when piped or with --json)
   1  the ledger could not be opened or written
   2  bad flags, or no ledger at --db (never created here)";
 
@@ -69,7 +71,8 @@ Examples:
 On a terminal: every field of the item (for a task's escalation its task, tool, class and
 evidence) and the decisions it may be resolved with: a held case's pack decisions (found in
 --packs) and `handoff`; a task's `retry`, `stop` and `handoff`. JSON when piped or with --json:
-the item as `review resolve` prints it.
+the item as `review resolve` prints it, with `allowed_decisions` (null once it is resolved, or
+when the pack of a case's job is not found).
 
 Exit codes:
   0  the item was printed
@@ -85,7 +88,8 @@ Examples:
 The decision is checked before anything is written: a held case takes one of its pack's
 decision outcomes (the pack is found by job in --packs) or `handoff`; a task's escalation takes
 `retry` (the task is reset, lifting a policy stop, for every server on the ledger), `stop` or
-`handoff`. `backstop review show ID` lists them. The resolved item is printed as JSON.
+`handoff`. `backstop review show ID` lists them. The resolved item is printed (JSON when piped
+or with --json).
 
 Exit codes:
   0  resolved; the item is printed
@@ -126,6 +130,8 @@ pub struct DecideArgs {
     /// The time of the attempt (RFC 3339), instead of the clock: for tests and replays.
     #[arg(long, value_name = "TIME")]
     pub now: Option<String>,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// `backstop cases ...`.
@@ -268,6 +274,8 @@ pub struct ReviewResolveArgs {
     /// The time of the resolution (RFC 3339), instead of the clock.
     #[arg(long, value_name = "TIME")]
     pub now: Option<String>,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// `backstop purge`.
@@ -281,6 +289,8 @@ pub struct PurgeArgs {
     /// The time to count back from (RFC 3339), instead of the clock.
     #[arg(long, value_name = "TIME")]
     pub now: Option<String>,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 pub const TASK_HELP: &str = "\
@@ -303,7 +313,7 @@ Exit codes:
 /// `backstop task ...`.
 #[derive(Debug, Subcommand)]
 pub enum TaskCommand {
-    /// Print a task's call-level state as JSON: counters, stop, tools, the next steps.
+    /// Print a task's call-level state: counters, stop, tools, the next steps.
     #[command(after_help = TASK_HELP)]
     Show(TaskArgs),
     /// Reset a task's counters and lift a policy stop (as an operator), then print it.
@@ -321,4 +331,6 @@ pub struct TaskArgs {
     pub caller: String,
     #[command(flatten)]
     pub db: LedgerArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }

@@ -25,12 +25,13 @@ a service config holding [dispatch] live_key. The same content always gets the s
 for twice, it is permitted once.
 
 Exit codes:
-  0  every recipient was answered (the answers are printed as JSON)
+  0  every recipient was answered (the answers are printed; JSON when piped or with --json)
   1  the ledger could not be opened or written
-  2  bad flags, a bad pack or config (every issue is listed); for `outcome` and `show`, no
-     ledger at --db (they never create one)
-  3  the request was refused (malformed, no [dispatch] table; the refusal is printed), or for
-     `outcome` and `show`: no such dispatch, or a report that comes too late";
+  2  bad input: bad flags, a bad pack or config, or a request that is not JSON or is
+     malformed (every issue is listed); for `outcome` and `show`, no ledger at --db (they never
+     create one)
+  3  the request was refused (no [dispatch] table; the refusal is printed), or for `outcome`
+     and `show`: no such dispatch, or a report that comes too late";
 
 pub const KEY_HELP: &str = "\
 Example:
@@ -43,8 +44,9 @@ machine, in any recipient order.
 
 Exit codes:
   0  the keys were printed
-  2  bad flags or a bad pack
-  3  the request was malformed (every issue is printed)";
+  2  bad input: bad flags, a bad pack, or a request that is not JSON or is malformed (every
+     issue is printed)
+  3  the pack has no [dispatch] table";
 
 pub const RECONCILE_HELP: &str = "\
 Examples:
@@ -58,7 +60,7 @@ reconciled once more and then handed to a person. Recorded deliveries still pend
 too. No attempt is used and nothing is ever dispatched again.
 
 Exit codes:
-  0  the sweep ran; what it did is printed as JSON
+  0  the sweep ran; what it did is printed (JSON when piped or with --json)
   1  the ledger could not be opened, read or written
   2  bad flags or a bad config (every issue is listed), or no ledger at --db";
 
@@ -94,6 +96,8 @@ pub struct DispatchArgs {
     /// The time of the dispatch (RFC 3339), instead of the clock.
     #[arg(long, value_name = "TIME")]
     pub now: Option<String>,
+    #[command(flatten)]
+    pub output: super::OutputArgs,
 }
 
 /// `backstop dispatch ...`.
@@ -142,6 +146,8 @@ pub struct OutcomeArgs {
     /// Whose dispatch it is.
     #[arg(long, value_name = "NAME", default_value = "local")]
     pub caller: String,
+    #[command(flatten)]
+    pub output: super::OutputArgs,
 }
 
 /// `backstop dispatch show`.
@@ -151,6 +157,8 @@ pub struct ShowDispatchArgs {
     pub key: String,
     #[command(flatten)]
     pub db: LedgerArgs,
+    #[command(flatten)]
+    pub output: super::OutputArgs,
 }
 
 /// `backstop key`.
@@ -162,6 +170,8 @@ pub struct KeyArgs {
     /// The caller the dispatch is for (keys differ per caller, as cases do).
     #[arg(long, value_name = "NAME", default_value = "local")]
     pub caller: String,
+    #[command(flatten)]
+    pub output: super::OutputArgs,
 }
 
 /// `backstop reconcile`.
@@ -179,14 +189,15 @@ pub struct ReconcileArgs {
     /// The time the sweep counts from (RFC 3339), instead of the clock.
     #[arg(long, value_name = "TIME")]
     pub now: Option<String>,
+    #[command(flatten)]
+    pub output: super::OutputArgs,
 }
 
 /// `backstop demo`.
 #[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// Print the rows as JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: super::OutputArgs,
 }
 
 /// `backstop pack schema`.

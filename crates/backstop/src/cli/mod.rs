@@ -27,15 +27,16 @@ pub use suppress::{SuppressCommand, SuppressLiftArgs, SuppressListArgs};
 
 /// Exit codes, the same meaning for every command; each command's --help lists its own.
 pub const EXIT_CODES: &str = "\
-Exit codes:
+Exit codes (the same failure, the same code, in every command):
   0  done (for classify: a classification was printed, whatever its class)
   1  a checked file has issues (rules, strategies, pack, config check), or an I/O or ledger
-     failure
-  2  bad input: a flag, a report, or a file that is missing, unreadable or has issues (every
-     issue is listed); nothing was changed
-  3  the request was refused (decide, dispatch, key, cases show, review); the refusal is printed
+     failure (or a service's 5xx, for hint --server)
+  2  bad input: a flag, a report or request (not JSON, or malformed), or a file that is
+     missing, unreadable or has issues; every issue is listed and nothing was changed
+  3  a well-formed request was refused (unknown case, decision not allowed, a conflict, a key
+     the service does not know); the refusal is printed
   4-8  backstop loop's own ends (see backstop loop --help)
-Each command's --help lists the codes it uses.";
+Each command's --help lists the codes it uses; docs/cli.md has the whole grammar.";
 
 /// The exit codes a command group's --help gives (its subcommands list their own).
 const GROUP_EXIT_CODES: &str = "\
@@ -219,7 +220,15 @@ Examples:
   echo '{\"http_status\": 429, \"headers\": {\"retry-after\": \"2\"}}' | backstop hint --task t1
   backstop hint --task t1 --jsonl < failures.jsonl
 
-A one-shot hint starts from fresh counters. With --jsonl, each line is one failure of the trace,
+Examples, counted on a ledger from run to run:
+  backstop hint --db backstop.db --task t1 --status 503 --tool search
+  backstop hint --server http://127.0.0.1:7600 --key-file key.txt --task t1 --status 503
+
+Without --db or --server, a one-shot hint starts from fresh counters. With --db, the attempt is
+counted on that ledger exactly as the service's POST /v1/recover counts it (breakers, budgets,
+a policy denial that stops the task), so the next run of hint, a service or an MCP server on
+the same ledger sees it; with --server, the running service counts it. Either way failures are
+counted at the time they are answered: --now, --seed and a line's `at` are refused. With --jsonl, each line is one failure of the trace,
 counters carried from line to line: a report, or {\"report\": {...}, \"task\": \"t2\",
 \"at\": \"2026-01-01T00:00:05Z\", \"context\": {\"tool\": ..., \"operation\": ..., \"error\": ...}}
 where every key but report is optional (task defaults to --task, at to --now; --task may be
@@ -229,8 +238,9 @@ budget, escalation, reason}.
 
 Exit codes:
   0  a step was printed (whatever its action; also for --jsonl with bad lines)
-  1  an I/O failure
-  2  bad input: a flag, the report, a rules or strategies file was refused; every issue listed";
+  1  an I/O failure, a ledger failure, or the --server could not be reached
+  2  bad input: a flag, the report, a rules or strategies file was refused; every issue listed
+  3  the --server refused the request (a bad key, too many requests): the refusal is printed";
 
 const REPLAY_HELP: &str = "\
 A trace is JSON Lines in time order, one call outcome a line:
@@ -307,9 +317,8 @@ pub struct LoopArgs {
     /// When the loop stops without passing, write handoff.md and handoff.json here.
     #[arg(long, value_name = "DIR")]
     pub handoff: Option<PathBuf>,
-    /// Print a JSON summary and plain progress lines.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
     #[command(subcommand)]
     pub command: Option<LoopCommand>,
 }
@@ -331,9 +340,8 @@ pub struct CalibrateArgs {
     /// Logs written by `backstop loop --log`.
     #[arg(required = true, value_name = "LOG")]
     pub logs: Vec<PathBuf>,
-    /// Print JSON.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 fn parse_decider(text: &str) -> Result<String, String> {
@@ -381,6 +389,18 @@ pub struct HintArgs {
     /// Read one failure per line from stdin; write one JSON step per line, counters carried.
     #[arg(long, conflicts_with_all = REPORT_FLAGS, conflicts_with = "output_format")]
     pub jsonl: bool,
+    /// Count on this ledger, as the service's `POST /v1/recover` does, so the next run (and a
+    /// service or MCP server on the same ledger) sees this attempt: a `SQLite` file (created if
+    /// missing) or a `postgres://` URL. Failures are counted when they are answered.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["server", "now", "seed"])]
+    pub db: Option<backstop_store::Location>,
+    /// Count on a running service instead: each failure is sent to `URL/v1/recover`, and the
+    /// service's rules and strategies answer.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["now", "seed", "rules", "strategies"])]
+    pub server: Option<String>,
+    /// The API key for --server, in a file of one line.
+    #[arg(long, value_name = "FILE", requires = "server")]
+    pub key_file: Option<PathBuf>,
 }
 
 /// `backstop replay`.
@@ -590,9 +610,8 @@ pub struct RulesCheckArgs {
     /// The files to check.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// Print issues as JSON.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// `backstop simulate ...`.
@@ -666,6 +685,8 @@ pub struct SimulateBackoffArgs {
 
 #[cfg(test)]
 mod tests {
+    use std::fmt::Write as _;
+
     use clap::CommandFactory;
 
     use super::Cli;
@@ -683,12 +704,110 @@ mod tests {
         }
     }
 
+    /// The commands that print no result of their own, so take no `--json` (docs/cli.md says
+    /// why each).
+    const NO_RESULT: [&str; 10] = [
+        "backstop serve",
+        "backstop mcp",
+        "backstop completions",
+        "backstop man",
+        "backstop rules show",
+        "backstop strategies show",
+        "backstop pack schema",
+        "backstop config new-key",
+        "backstop config hash-key",
+        "backstop config rotate-session-secret",
+    ];
+
+    /// The command tree as the binary builds it, help wrapped at 100 columns.
+    fn tree() -> clap::Command {
+        let mut root = Cli::command().term_width(100);
+        root.build();
+        root
+    }
+
+    /// Every command that runs (not a group that only holds subcommands), with its path.
+    fn runnable(command: &clap::Command, path: &str, out: &mut Vec<(String, clap::Command)>) {
+        if !command.is_subcommand_required_set() {
+            out.push((path.to_owned(), command.clone()));
+        }
+        for sub in command.get_subcommands() {
+            if sub.get_name() != "help" {
+                runnable(sub, &format!("{path} {}", sub.get_name()), out);
+            }
+        }
+    }
+
+    #[test]
+    fn every_command_that_prints_a_result_takes_json_and_an_output_format() {
+        let mut commands = Vec::new();
+        runnable(&tree(), "backstop", &mut commands);
+        assert!(commands.len() > 30, "{} commands found", commands.len());
+        for (path, command) in &commands {
+            let ids: Vec<&str> = command
+                .get_arguments()
+                .map(|a| a.get_id().as_str())
+                .collect();
+            let takes = ids.contains(&"json") && ids.contains(&"output_format");
+            if NO_RESULT.contains(&path.as_str()) {
+                assert!(
+                    !takes,
+                    "{path} is listed as printing no result, yet takes --json"
+                );
+            } else {
+                assert!(
+                    takes,
+                    "{path} prints a result but lacks --json or --output-format"
+                );
+            }
+        }
+        for path in NO_RESULT {
+            assert!(
+                commands.iter().any(|(p, _)| p == path),
+                "{path} is no command"
+            );
+        }
+    }
+
+    /// Where the generated part of docs/cli.md starts.
+    const GENERATED: &str =
+        "<!-- every command's --help follows, generated: do not edit below this line -->\n";
+
+    /// Every command's `--help`, as docs/cli.md shows it.
+    fn reference() -> String {
+        let mut helps = Vec::new();
+        every_help(&mut tree(), "backstop", &mut helps);
+        let mut text = String::new();
+        for (path, help) in helps {
+            let help = help.trim_end();
+            let _ = write!(text, "\n### `{path}`\n\n```text\n{help}\n```\n");
+        }
+        text
+    }
+
+    #[test]
+    fn cli_doc_shows_every_commands_help_as_the_binary_prints_it() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/cli.md");
+        let doc = std::fs::read_to_string(path).expect("docs/cli.md is readable");
+        let (grammar, shown) = doc
+            .split_once(GENERATED)
+            .expect("docs/cli.md has its generated part's marker line");
+        let expected = reference();
+        if std::env::var_os("BACKSTOP_WRITE_CLI_DOC").is_some() {
+            std::fs::write(path, format!("{grammar}{GENERATED}{expected}")).unwrap();
+            return;
+        }
+        assert!(
+            shown == expected,
+            "docs/cli.md does not match --help: run \
+             BACKSTOP_WRITE_CLI_DOC=1 cargo test -p backstop --bin backstop cli_doc"
+        );
+    }
+
     #[test]
     fn every_command_lists_its_exit_codes_in_its_help() {
-        let mut root = Cli::command();
-        root.build();
         let mut helps = Vec::new();
-        every_help(&mut root, "backstop", &mut helps);
+        every_help(&mut tree(), "backstop", &mut helps);
         assert!(helps.len() > 40, "{} commands found", helps.len());
         let missing: Vec<&str> = helps
             .iter()

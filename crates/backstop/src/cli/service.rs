@@ -77,9 +77,8 @@ pub struct ConfigCheckArgs {
     /// The config file.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
-    /// Print issues as JSON.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: crate::cli::OutputArgs,
 }
 
 /// `backstop config hash-key`.

@@ -92,4 +92,6 @@ pub struct SuppressLiftArgs {
     /// Why, for the record.
     #[arg(long)]
     pub reason: String,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }

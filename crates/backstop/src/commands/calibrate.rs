@@ -39,15 +39,10 @@ pub fn run(args: &CalibrateArgs, out: &mut impl Write, err: &mut impl Write) -> 
         }
     }
     if !issues.is_empty() {
-        let mode = if args.json {
-            crate::settings::OutputMode::Json
-        } else {
-            crate::settings::OutputMode::Human
-        };
-        return output::refuse_command(mode, &issues, out, err);
+        return output::refuse_command(args.output.mode(), &issues, out, err);
     }
     let c = calibrate(&attempts);
-    if args.json {
+    if args.output.mode() == crate::settings::OutputMode::Json {
         output::json_line(out, &c)?;
         return Ok(EXIT_OK);
     }

@@ -6,13 +6,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use backstop_core::case::identity::normalize_subject;
-use backstop_core::case::{Refusal, parse_request};
-use backstop_core::pack::{IdentityMode, Pack, parse_pack};
+use backstop_core::case::{DecisionResult, Refusal, parse_request};
+use backstop_core::pack::{IdentityMode, Pack};
 use backstop_core::{Issue, input};
 use backstop_server::files::read_text;
 use backstop_store::{Location, Reply, Store, StoreError};
 
-use super::{EXIT_BAD_INPUT, EXIT_ISSUES, EXIT_OK, EXIT_REFUSED};
+use super::{EXIT_BAD_INPUT, EXIT_ISSUES, EXIT_OK};
 use crate::cli::{CasesShowArgs, DecideArgs};
 use crate::output;
 use crate::settings::{OutputMode, resolve_now};
@@ -28,41 +28,43 @@ pub fn decide(
     check_caller(&args.caller, &mut issues);
     let now = resolve_now(args.now.as_deref(), &mut issues);
     let pack = load_pack(&args.pack, &mut issues);
+    let mode = args.output.mode();
     let Some(pack) = pack.filter(|_| issues.is_empty()) else {
-        return output::refuse_command(OutputMode::Json, &issues, out, err);
+        return output::refuse_command(mode, &issues, out, err);
     };
     let value = match read_request(input) {
         Ok(value) => value,
-        Err(refusal) => {
-            output::json_line(out, &refusal)?;
-            return Ok(EXIT_REFUSED);
-        }
+        Err(refusal) => return output::refuse(mode, &refusal, out, err),
     };
     let request = match parse_request(&pack, &args.caller, &value) {
         Ok(request) => request,
-        Err(issues) => {
-            output::json_line(out, &Refusal::malformed(issues))?;
-            return Ok(EXIT_REFUSED);
-        }
+        Err(issues) => return output::refuse(mode, &Refusal::malformed(issues), out, err),
     };
     let Some(store) = open(&args.db.db, err)? else {
         return Ok(EXIT_ISSUES);
     };
     match store.decide(Arc::new(pack), &args.caller, request, now) {
-        Ok(Reply::Counted(result)) => {
-            output::json_line(out, &result)?;
-            Ok(EXIT_OK)
-        }
-        Ok(Reply::Replayed(stored)) => {
-            writeln!(out, "{stored}")?;
-            Ok(EXIT_OK)
-        }
-        Ok(Reply::Refused(refusal)) => {
-            output::json_line(out, &refusal)?;
-            Ok(EXIT_REFUSED)
-        }
+        Ok(Reply::Counted(result)) => decided(mode, &result, out),
+        // A resend: the stored result, as it was first sent.
+        Ok(Reply::Replayed(stored)) => match serde_json::from_str::<DecisionResult>(&stored) {
+            Ok(result) if mode == OutputMode::Human => decided(mode, &result, out),
+            _ => {
+                writeln!(out, "{stored}")?;
+                Ok(EXIT_OK)
+            }
+        },
+        Ok(Reply::Refused(refusal)) => output::refuse(mode, &refusal, out, err),
         Err(e) => store_failed(&e, err),
     }
+}
+
+/// Prints a result as JSON, or for a person.
+fn decided(mode: OutputMode, result: &DecisionResult, out: &mut impl Write) -> io::Result<u8> {
+    match mode {
+        OutputMode::Json => output::json_line(out, result)?,
+        OutputMode::Human => output::decision_human(out, result)?,
+    }
+    Ok(EXIT_OK)
 }
 
 /// The JSON request on stdin, or the malformed refusal to print (unreadable, not JSON).
@@ -127,8 +129,7 @@ pub fn show(args: &CasesShowArgs, out: &mut impl Write, err: &mut impl Write) ->
         Ok(Some(case)) => {
             match mode {
                 OutputMode::Json => {
-                    serde_json::to_writer_pretty(&mut *out, &case)?;
-                    writeln!(out)?;
+                    output::json_line(out, &case)?;
                 }
                 OutputMode::Human => {
                     output::case_human(out, &case, pack.as_ref().map(|p| p.identity.mode))?;
@@ -150,7 +151,7 @@ pub fn show(args: &CasesShowArgs, out: &mut impl Write, err: &mut impl Write) ->
                     ),
                 },
             );
-            output::refuse_case(mode, &refusal, out, err)
+            output::refuse(mode, &refusal, out, err)
         }
         Err(e) => store_failed(&e, err),
     }
@@ -226,7 +227,7 @@ pub(crate) fn load_pack(path: &std::path::Path, issues: &mut Vec<Issue>) -> Opti
             return None;
         }
     };
-    match parse_pack(&text) {
+    match backstop_server::catalog::read_pack(&text, path) {
         Ok(pack) => Some(pack),
         Err(found) => {
             issues.extend(found.into_iter().map(|issue| issue.within(&origin)));

@@ -9,6 +9,7 @@ use serde_json::json;
 use super::{EXIT_BAD_INPUT, EXIT_ISSUES, EXIT_OK};
 use crate::cli::RulesCheckArgs;
 use crate::output;
+use crate::settings::OutputMode;
 
 /// Checks each file with `check(text, origin)`; exit 0 when all are clean, 1 when any has
 /// issues, 2 when one cannot be read.
@@ -30,7 +31,7 @@ pub fn check_files(
         };
         report.push((origin, issues));
     }
-    if args.json {
+    if args.output.mode() == OutputMode::Json {
         let files: Vec<_> = report
             .iter()
             .map(|(file, issues)| json!({"file": file, "ok": issues.is_empty(), "issues": issues}))

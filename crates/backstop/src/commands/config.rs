@@ -38,7 +38,7 @@ pub fn check(args: &ConfigCheckArgs, out: &mut impl Write) -> io::Result<u8> {
             (issues, false)
         }
     };
-    if args.json {
+    if args.output.mode() == crate::settings::OutputMode::Json {
         output::json_line(
             out,
             &json!({"file": origin, "ok": issues.is_empty(), "issues": issues}),

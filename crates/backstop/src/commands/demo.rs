@@ -166,7 +166,7 @@ pub fn run(args: &DemoArgs, out: &mut impl Write, err: &mut impl Write) -> io::R
             return Ok(EXIT_ISSUES);
         }
     };
-    if args.json {
+    if args.output.mode() == crate::settings::OutputMode::Json {
         crate::output::json_line(out, &json!({"orders": rows, "then": then}))?;
     } else {
         table(out, &rows)?;

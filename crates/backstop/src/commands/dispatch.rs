@@ -13,10 +13,10 @@ use backstop_store::{DispatchContext, StoreError};
 use serde_json::{Value, json};
 
 use super::cases::{check_caller, load_pack, open, open_existing, read_request, store_failed};
-use super::{EXIT_OK, EXIT_REFUSED};
+
 use crate::cli::{DispatchArgs, KeyArgs, OutcomeArgs, OutcomeFlag, ShowDispatchArgs};
 use crate::output;
-use crate::settings::{OutputMode, resolve_now};
+use crate::settings::resolve_now;
 
 fn zone_known(zone: &str) -> bool {
     jiff::tz::TimeZone::get(zone).is_ok()
@@ -44,15 +44,13 @@ pub fn dispatch(
             }
         },
     };
+    let mode = args.output.mode();
     let Some(pack) = pack.filter(|_| issues.is_empty()) else {
-        return output::refuse_command(OutputMode::Json, &issues, out, err);
+        return output::refuse_command(mode, &issues, out, err);
     };
     let value = match read_request(input) {
         Ok(value) => value,
-        Err(refusal) => {
-            output::json_line(out, &refusal)?;
-            return Ok(EXIT_REFUSED);
-        }
+        Err(refusal) => return output::refuse(mode, &refusal, out, err),
     };
     let request = match parse_dispatch(&pack, &args.caller, &value, &zone_known) {
         Ok(request) => request,
@@ -64,8 +62,7 @@ pub fn dispatch(
             };
             let mut refusal = Refusal::malformed(issues);
             refusal.error.code = code;
-            output::json_line(out, &refusal)?;
-            return Ok(EXIT_REFUSED);
+            return output::refuse(mode, &refusal, out, err);
         }
     };
     let Some(store) = open(&args.db.db, err)? else {
@@ -78,10 +75,7 @@ pub fn dispatch(
         DispatchContext { live_key },
         now,
     ) {
-        Ok(reply) => {
-            output::json_line(out, &reply)?;
-            Ok(EXIT_OK)
-        }
+        Ok(reply) => output::result(mode, out, &reply),
         Err(e) => store_failed(&e, err),
     }
 }
@@ -93,8 +87,9 @@ pub fn outcome(args: &OutcomeArgs, out: &mut impl Write, err: &mut impl Write) -
     if let Some(code) = &args.failure_code {
         backstop_core::issue::check_length(code, "--failure-code", 200, &mut issues);
     }
+    let mode = args.output.mode();
     if !issues.is_empty() {
-        return output::refuse_command(OutputMode::Json, &issues, out, err);
+        return output::refuse_command(mode, &issues, out, err);
     }
     let store = match open_existing(&args.db.db, "dispatch outcome", err)? {
         Ok(store) => store,
@@ -113,17 +108,14 @@ pub fn outcome(args: &OutcomeArgs, out: &mut impl Write, err: &mut impl Write) -
         jiff::Timestamp::now(),
     );
     match reported {
-        Ok(record) => {
-            output::json_line(out, &record)?;
-            Ok(EXIT_OK)
-        }
+        Ok(record) => output::result(mode, out, &record),
         Err(StoreError::NotFound(message)) => {
-            output::json_line(out, &Refusal::new(RefusalCode::UnknownDispatch, message))?;
-            Ok(EXIT_REFUSED)
+            let refusal = Refusal::new(RefusalCode::UnknownDispatch, message);
+            output::refuse(mode, &refusal, out, err)
         }
         Err(StoreError::Conflict(message)) => {
-            output::json_line(out, &Refusal::new(RefusalCode::LateOutcome, message))?;
-            Ok(EXIT_REFUSED)
+            let refusal = Refusal::new(RefusalCode::LateOutcome, message);
+            output::refuse(mode, &refusal, out, err)
         }
         Err(e) => store_failed(&e, err),
     }
@@ -131,6 +123,7 @@ pub fn outcome(args: &OutcomeArgs, out: &mut impl Write, err: &mut impl Write) -
 
 /// Prints a dispatch with its deliveries.
 pub fn show(args: &ShowDispatchArgs, out: &mut impl Write, err: &mut impl Write) -> io::Result<u8> {
+    let mode = args.output.mode();
     let store = match open_existing(&args.db.db, "dispatch show", err)? {
         Ok(store) => store,
         Err(code) => return Ok(code),
@@ -140,21 +133,17 @@ pub fn show(args: &ShowDispatchArgs, out: &mut impl Write, err: &mut impl Write)
         .deliveries(false, Some(&args.key), 1000)
         .and_then(|deliveries| Ok(store.dispatch_by_key(&args.key)?.map(|d| (d, deliveries))));
     match found {
-        Ok(Some((dispatch, deliveries))) => {
-            serde_json::to_writer_pretty(
-                &mut *out,
-                &json!({"dispatch": dispatch, "deliveries": deliveries}),
-            )?;
-            writeln!(out)?;
-            Ok(EXIT_OK)
-        }
+        Ok(Some((dispatch, deliveries))) => output::result(
+            mode,
+            out,
+            &json!({"dispatch": dispatch, "deliveries": deliveries}),
+        ),
         Ok(None) => {
             let refusal = Refusal::new(
                 RefusalCode::UnknownDispatch,
                 format!("no dispatch has key `{}`", args.key),
             );
-            output::json_line(out, &refusal)?;
-            Ok(EXIT_REFUSED)
+            output::refuse(mode, &refusal, out, err)
         }
         Err(e) => store_failed(&e, err),
     }
@@ -170,15 +159,13 @@ pub fn key(
     let mut issues = Vec::new();
     check_caller(&args.caller, &mut issues);
     let pack = load_pack(&args.pack, &mut issues);
+    let mode = args.output.mode();
     let Some(pack) = pack.filter(|_| issues.is_empty()) else {
-        return output::refuse_command(OutputMode::Json, &issues, out, err);
+        return output::refuse_command(mode, &issues, out, err);
     };
     let value = match read_request(input) {
         Ok(value) => value,
-        Err(refusal) => {
-            output::json_line(out, &refusal)?;
-            return Ok(EXIT_REFUSED);
-        }
+        Err(refusal) => return output::refuse(mode, &refusal, out, err),
     };
     match parse_dispatch(&pack, &args.caller, &value, &zone_known) {
         Ok(request) => {
@@ -187,15 +174,12 @@ pub fn key(
                 .iter()
                 .map(|r| json!({"recipient": r.id, "case_id": r.case_id, "key": r.key}))
                 .collect();
-            output::json_line(
+            output::result(
+                mode,
                 out,
                 &json!({"batch_key": request.batch_key, "recipients": recipients}),
-            )?;
-            Ok(EXIT_OK)
+            )
         }
-        Err(issues) => {
-            output::json_line(out, &Refusal::malformed(issues))?;
-            Ok(EXIT_REFUSED)
-        }
+        Err(issues) => output::refuse(mode, &Refusal::malformed(issues), out, err),
     }
 }

@@ -9,7 +9,8 @@ use jiff::Timestamp;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{EXIT_BAD_INPUT, EXIT_OK};
+use super::hint_counted::{self, Answer, Counted};
+use super::{EXIT_BAD_INPUT, EXIT_ISSUES, EXIT_OK};
 use crate::output;
 use crate::settings::{HintSettings, OutputMode, ReportSource, check_task};
 
@@ -33,6 +34,13 @@ pub fn run(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> io::Result<u8> {
+    let counted = match &settings.counter {
+        Some(counter) => match Counted::open(counter, err)? {
+            Some(open) => Some(open),
+            None => return Ok(EXIT_ISSUES),
+        },
+        None => None,
+    };
     let mut recovery = Recovery::new(
         settings.table.clone(),
         RecoveryOptions {
@@ -40,7 +48,9 @@ pub fn run(
         },
     );
     let report = match &settings.source {
-        ReportSource::Lines => return stream(settings, &mut recovery, input, out),
+        ReportSource::Lines => {
+            return stream(settings, &mut recovery, counted.as_ref(), input, out, err);
+        }
         ReportSource::Flags(report) => (**report).clone(),
         ReportSource::Stdin => {
             let mut text = String::new();
@@ -72,9 +82,13 @@ pub fn run(
         }
     };
     let ctx = context_of(&report, None);
-    let failure = classify(&settings.rules, &report, settings.now);
     // clap requires --task unless --jsonl.
     let task = settings.task.as_deref().unwrap_or_default();
+    if let Some(counted) = &counted {
+        let answer = counted.step(task, &report, &ctx);
+        return hint_counted::print(&answer, settings.output, out, err);
+    }
+    let failure = classify(&settings.rules, &report, settings.now);
     let step = recovery.next(task, &failure, &ctx, settings.now);
     match settings.output {
         OutputMode::Json => output::json_line(out, &step)?,
@@ -98,8 +112,10 @@ fn context_of(report: &Report, given: Option<Context>) -> Context {
 fn stream(
     settings: &HintSettings,
     recovery: &mut Recovery,
+    counted: Option<&Counted>,
     input: &mut impl BufRead,
     out: &mut impl Write,
+    err: &mut impl Write,
 ) -> io::Result<u8> {
     let mut line = Vec::new();
     let mut number = 0usize;
@@ -112,10 +128,31 @@ fn stream(
         if line.trim_ascii().is_empty() {
             continue;
         }
-        match parse_line(settings, &line) {
+        let parsed = parse_line(settings, &line).and_then(|line| match (counted, line.2) {
+            (Some(_), Some(_)) => Err(vec![counted_at()]),
+            _ => Ok(line),
+        });
+        match parsed {
             Ok((task, report, at, context)) => {
+                let context = context_of(&report, context);
+                if let Some(counted) = counted {
+                    match counted.step(&task, &report, &context) {
+                        Answer::Step(step) => output::json_line(out, &step)?,
+                        Answer::Refused(_, mut refusal) => {
+                            refusal["line"] = json!(number);
+                            output::json_line(out, &refusal)?;
+                        }
+                        Answer::Unreachable(why) => {
+                            out.flush()?;
+                            writeln!(err, "backstop: line {number}: {why}")?;
+                            return Ok(EXIT_ISSUES);
+                        }
+                    }
+                    continue;
+                }
+                let at = at.unwrap_or(settings.now);
                 let failure = classify(&settings.rules, &report, at);
-                let step = recovery.next(&task, &failure, &context_of(&report, context), at);
+                let step = recovery.next(&task, &failure, &context, at);
                 output::json_line(out, &step)?;
             }
             Err(issues) => {
@@ -130,7 +167,17 @@ fn stream(
     Ok(EXIT_OK)
 }
 
-type Line = (String, Report, Timestamp, Option<Context>);
+type Line = (String, Report, Option<Timestamp>, Option<Context>);
+
+/// A line with its own time when the ledger counts at the time it answers.
+fn counted_at() -> Issue {
+    Issue::new(
+        "at",
+        "not_with_ledger",
+        "a failure counted on a ledger (--db, --server) is counted when it is answered: leave \
+         out `at`, or run without --db and --server to replay times",
+    )
+}
 
 /// A line naming no task when `--task` gave none.
 fn no_task() -> Issue {
@@ -150,7 +197,7 @@ fn parse_line(settings: &HintSettings, line: &[u8]) -> Result<Line, Vec<Issue>> 
     if value.get("report").is_none() {
         let report = Report::from_json(text)?;
         let task = settings.task.clone().ok_or_else(|| vec![no_task()])?;
-        return Ok((task, report, settings.now, None));
+        return Ok((task, report, None, None));
     }
     let envelope: Envelope = input::typed(&value, input::Format::Json)
         .map_err(|issue| vec![Issue::new(issue.path, "bad_envelope", issue.message)])?;
@@ -172,10 +219,5 @@ fn parse_line(settings: &HintSettings, line: &[u8]) -> Result<Line, Vec<Issue>> 
     if !issues.is_empty() {
         return Err(issues);
     }
-    Ok((
-        task,
-        report,
-        envelope.at.unwrap_or(settings.now),
-        envelope.context,
-    ))
+    Ok((task, report, envelope.at, envelope.context))
 }

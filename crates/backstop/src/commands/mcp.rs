@@ -65,8 +65,12 @@ fn run_remote(
     err: &mut impl Write,
 ) -> io::Result<u8> {
     let mut issues = Vec::new();
-    let key = key_file.and_then(|path| read_key(path).map_err(|i| issues.push(i)).ok());
-    if let Err(issue) = check_url(server) {
+    let key = key_file.and_then(|path| {
+        crate::settings::read_key(path)
+            .map_err(|i| issues.push(i))
+            .ok()
+    });
+    if let Err(issue) = crate::settings::check_url(server, "--server") {
         issues.push(issue);
     }
     if !issues.is_empty() {
@@ -115,33 +119,4 @@ fn resolve(args: &McpArgs) -> (Config, Vec<Issue>) {
         config.strategies.clone_from(&args.strategies);
     }
     (config, issues)
-}
-
-/// The API key in `path`: its one line, trimmed.
-fn read_key(path: &Path) -> Result<String, Issue> {
-    let origin = format!("--key-file {}", path.display());
-    let text = backstop_server::files::read_text(path, &origin, "the key file")?;
-    let key = text.trim();
-    if key.is_empty() || key.contains(char::is_whitespace) {
-        return Err(Issue::new(
-            &origin,
-            "bad_key",
-            "the key file must hold one API key on one line",
-        ));
-    }
-    Ok(key.to_owned())
-}
-
-/// A base URL the remote backend can call.
-fn check_url(url: &str) -> Result<(), Issue> {
-    let scheme_ok = url.starts_with("http://") || url.starts_with("https://");
-    if scheme_ok && url.len() > "https://".len() {
-        Ok(())
-    } else {
-        Err(Issue::new(
-            "--server",
-            "bad_url",
-            format!("`{url}` is not a URL like http://127.0.0.1:7600"),
-        ))
-    }
 }

@@ -33,8 +33,7 @@ pub fn list(args: &NotifyListArgs, out: &mut impl Write, err: &mut impl Write) -
     };
     match mode {
         OutputMode::Json => {
-            serde_json::to_writer_pretty(&mut *out, &serde_json::json!({"notifications": rows}))?;
-            writeln!(out)?;
+            output::json_line(out, &serde_json::json!({"notifications": rows}))?;
         }
         OutputMode::Human => table(out, &rows)?,
     }

@@ -1,15 +1,17 @@
 //! `backstop pack check`, `backstop pack schema` and `backstop pack brief`.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use backstop_core::Issue;
 use backstop_core::effects::implied_schema;
-use backstop_core::pack::{Pack, check_pack, parse_pack};
+use backstop_core::pack::Pack;
 use backstop_server::Config;
-use backstop_server::catalog::{Catalog, default_packs};
+use backstop_server::catalog::{Catalog, default_packs, read_pack, served_pack};
 use backstop_server::files::read_text;
 
 use super::check::check_files;
@@ -21,19 +23,25 @@ use crate::settings::OutputMode;
 /// Checks each pack file; every issue is listed with its file and path. A pack whose
 /// `[dispatch]` names a `result_schema` has that file linted too (paths `result_schema: ...`).
 pub fn check(args: &RulesCheckArgs, out: &mut impl Write) -> io::Result<u8> {
+    // The jobs of the files checked so far: a second pack for a job is refused, as `serve`
+    // refuses it.
+    let jobs = RefCell::new(BTreeMap::<String, String>::new());
     check_files(args, out, |text, origin| {
-        let mut issues = check_pack(text, origin);
-        if !issues.is_empty() {
-            return issues;
+        let outbound = backstop_server::outbound::Outbound::default();
+        match served_pack(text, Path::new(origin), outbound) {
+            Ok(pack) => match jobs.borrow_mut().entry(pack.job.clone()) {
+                Entry::Occupied(first) => vec![Issue::new(
+                    "job",
+                    "duplicate_job",
+                    format!("{} already names job `{}`", first.get(), pack.job),
+                )],
+                Entry::Vacant(slot) => {
+                    slot.insert(origin.to_owned());
+                    Vec::new()
+                }
+            },
+            Err(issues) => issues,
         }
-        let Ok(pack) = parse_pack(text) else {
-            return issues;
-        };
-        issues.extend(backstop_server::catalog::lint_pack(
-            &pack,
-            Path::new(origin),
-        ));
-        issues
     })
 }
 
@@ -60,8 +68,7 @@ pub fn brief(args: &PackBriefArgs, out: &mut impl Write, err: &mut impl Write) -
             let brief = backstop_core::pack::brief(&pack);
             match mode {
                 OutputMode::Json => {
-                    serde_json::to_writer_pretty(&mut *out, &brief)?;
-                    writeln!(out)?;
+                    output::json_line(out, &brief)?;
                 }
                 OutputMode::Human => output::brief_human(out, &brief)?,
             }
@@ -81,7 +88,7 @@ fn load_job(job: &str, packs: &[PathBuf]) -> Result<Pack, Vec<Issue>> {
     if direct.extension().is_some_and(|e| e == "toml") && direct.is_file() {
         let origin = direct.display().to_string();
         let text = read_text(direct, &origin, "the pack").map_err(|issue| vec![issue])?;
-        return parse_pack(&text)
+        return read_pack(&text, direct)
             .map_err(|issues| issues.into_iter().map(|i| i.within(&origin)).collect());
     }
     let packs_given = packs;

@@ -6,11 +6,10 @@ use backstop_core::Issue;
 use backstop_store::DEFAULT_RETENTION;
 use jiff::SignedDuration;
 
-use super::EXIT_OK;
 use super::cases::{open_existing, store_failed};
 use crate::cli::PurgeArgs;
 use crate::output;
-use crate::settings::{OutputMode, resolve_now};
+use crate::settings::resolve_now;
 
 /// Deletes records older than `--older-than`; prints the counts.
 pub fn run(args: &PurgeArgs, out: &mut impl Write, err: &mut impl Write) -> io::Result<u8> {
@@ -20,8 +19,9 @@ pub fn run(args: &PurgeArgs, out: &mut impl Write, err: &mut impl Write) -> io::
         issues.push(Issue::new("--older-than", "bad_duration", why));
         DEFAULT_RETENTION
     });
+    let mode = args.output.mode();
     if !issues.is_empty() {
-        return output::refuse_command(OutputMode::Json, &issues, out, err);
+        return output::refuse_command(mode, &issues, out, err);
     }
     let store = match open_existing(&args.db.db, "purge", err)? {
         Ok(store) => store,
@@ -36,13 +36,12 @@ pub fn run(args: &PurgeArgs, out: &mut impl Write, err: &mut impl Write) -> io::
                 args.older_than
             ),
         );
-        return output::refuse_command(OutputMode::Json, &[issue], out, err);
+        return output::refuse_command(mode, &[issue], out, err);
     };
     match store.purge(before) {
         Ok(purged) => {
             let report = serde_json::json!({"before": before, "deleted": purged});
-            output::json_line(out, &report)?;
-            Ok(EXIT_OK)
+            output::result(mode, out, &report)
         }
         Err(e) => store_failed(&e, err),
     }

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use backstop_server::catalog::{Catalog, default_packs};
 use backstop_server::{AppState, Config};
 
-use super::{EXIT_ISSUES, EXIT_OK};
+use super::EXIT_ISSUES;
 use crate::cli::ReconcileArgs;
 use crate::output;
-use crate::settings::{OutputMode, resolve_now};
+use crate::settings::resolve_now;
 
 /// Sweeps once and prints what it did.
 pub fn run(args: &ReconcileArgs, out: &mut impl Write, err: &mut impl Write) -> io::Result<u8> {
@@ -40,12 +40,13 @@ pub fn run(args: &ReconcileArgs, out: &mut impl Write, err: &mut impl Write) -> 
             format!("{location}: no such ledger (nothing was dispatched there)"),
         ));
     }
+    let mode = args.output.mode();
     if !issues.is_empty() {
-        return output::refuse_command(OutputMode::Json, &issues, out, err);
+        return output::refuse_command(mode, &issues, out, err);
     }
     let catalog = match Catalog::load(&config) {
         Ok(catalog) => catalog,
-        Err(issues) => return output::refuse_command(OutputMode::Json, &issues, out, err),
+        Err(issues) => return output::refuse_command(mode, &issues, out, err),
     };
     let store = match backstop_store::open(&location) {
         Ok(store) => store,
@@ -71,10 +72,7 @@ pub fn run(args: &ReconcileArgs, out: &mut impl Write, err: &mut impl Write) -> 
             .map_err(io::Error::other)
     });
     match swept {
-        Ok(swept) => {
-            output::json_line(out, &swept)?;
-            Ok(EXIT_OK)
-        }
+        Ok(swept) => output::result(mode, out, &swept),
         Err(e) => {
             writeln!(err, "backstop: the ledger failed: {e}")?;
             Ok(EXIT_ISSUES)

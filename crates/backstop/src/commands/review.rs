@@ -7,9 +7,9 @@ use backstop_core::Issue;
 use backstop_core::case::{Refusal, RefusalCode, resolution};
 use backstop_store::{Resolution, ReviewFilter, ReviewItem, Store, StoreError};
 
+use super::EXIT_OK;
 use super::cases::{open_existing, store_failed};
 use super::pack::{job_list, packs_by_job, packs_searched};
-use super::{EXIT_OK, EXIT_REFUSED};
 use crate::cli::{ReviewListArgs, ReviewResolveArgs, ReviewShowArgs, ReviewStatus};
 use crate::output;
 use crate::settings::{OutputMode, resolve_now};
@@ -45,8 +45,7 @@ pub fn list(args: &ReviewListArgs, out: &mut impl Write, err: &mut impl Write) -
     };
     match mode {
         OutputMode::Json => {
-            serde_json::to_writer_pretty(&mut *out, &serde_json::json!({"reviews": items}))?;
-            writeln!(out)?;
+            output::json_line(out, &serde_json::json!({"reviews": items}))?;
         }
         OutputMode::Human => {
             let status = match args.status {
@@ -74,22 +73,26 @@ pub fn show(args: &ReviewShowArgs, out: &mut impl Write, err: &mut impl Write) -
     };
     let item = match find(store.as_ref(), args.id) {
         Ok(item) => item,
-        Err(Found::Refused(refusal)) => return output::refuse_case(mode, &refusal, out, err),
+        Err(Found::Refused(refusal)) => return output::refuse(mode, &refusal, out, err),
         Err(Found::Failed(e)) => return store_failed(&e, err),
     };
+    // A resolved item takes no decision: its packs are not read.
+    let allowed = item
+        .resolution
+        .is_none()
+        .then(|| resolutions(&item, &args.packs));
     match mode {
         OutputMode::Json => {
-            serde_json::to_writer_pretty(&mut *out, &item)?;
-            writeln!(out)?;
+            // The decisions `review resolve` takes for it: null once resolved, or when its
+            // job's pack is not found (the person's form says why).
+            let mut shown = serde_json::to_value(&item)?;
+            shown["allowed_decisions"] = match &allowed {
+                Some(Ok(list)) => serde_json::json!(list),
+                _ => serde_json::Value::Null,
+            };
+            output::json_line(out, &shown)?;
         }
-        OutputMode::Human => {
-            // A resolved item takes no decision: its packs are not read.
-            let allowed = item
-                .resolution
-                .is_none()
-                .then(|| resolutions(&item, &args.packs));
-            output::review_human(out, &item, allowed.as_ref(), now)?;
-        }
+        OutputMode::Human => output::review_human(out, &item, allowed.as_ref(), now)?,
     }
     Ok(EXIT_OK)
 }
@@ -112,8 +115,9 @@ pub fn resolve(
     if let Err(issue) = resolution::check_note(&args.decision, args.note.as_deref(), "--note") {
         issues.push(issue);
     }
+    let mode = args.output.mode();
     if !issues.is_empty() {
-        return output::refuse_command(OutputMode::Json, &issues, out, err);
+        return output::refuse_command(mode, &issues, out, err);
     }
     let store = match open_existing(&args.db.db, "review resolve", err)? {
         Ok(store) => store,
@@ -122,7 +126,7 @@ pub fn resolve(
     // The decision is checked against the item before anything is written.
     let item = match find(store.as_ref(), args.id()) {
         Ok(item) => item,
-        Err(Found::Refused(refusal)) => return refused(&refusal, out),
+        Err(Found::Refused(refusal)) => return output::refuse(mode, &refusal, out, err),
         Err(Found::Failed(e)) => return store_failed(&e, err),
     };
     if let Some(done) = &item.resolution {
@@ -130,17 +134,17 @@ pub fn resolve(
             RefusalCode::AlreadyResolved,
             already_resolved(item.id, done),
         );
-        return refused(&refusal, out);
+        return output::refuse(mode, &refusal, out, err);
     }
     let allowed = match resolutions(&item, &args.packs) {
         Ok(allowed) => allowed,
-        Err(issues) => return output::refuse_command(OutputMode::Json, &issues, out, err),
+        Err(issues) => return output::refuse_command(mode, &issues, out, err),
     };
     if let Err(issue) = resolution::check(&args.decision, &allowed, "--decision") {
         // Well formed, but not what this item allows: the refusal HTTP answers 409 with.
         let mut refusal = Refusal::new(RefusalCode::DecisionNotAllowed, issue.message.clone());
         refusal.error.issues.push(issue);
-        return refused(&refusal, out);
+        return output::refuse(mode, &refusal, out, err);
     }
     let resolution = Resolution {
         by: args.by.clone(),
@@ -150,17 +154,21 @@ pub fn resolve(
     // A task's item resolved with `retry` resets the task for every server on the ledger, in
     // the same transaction.
     match backstop_server::journal::resolve_once(store.as_ref(), args.id(), &resolution, now) {
-        Ok(item) => {
-            serde_json::to_writer_pretty(&mut *out, &item)?;
-            writeln!(out)?;
-            Ok(EXIT_OK)
-        }
+        Ok(item) => match mode {
+            OutputMode::Json => output::result(mode, out, &item),
+            OutputMode::Human => {
+                output::review_human(out, &item, None, now)?;
+                Ok(EXIT_OK)
+            }
+        },
         // Another operator may have resolved it since it was read.
         Err(StoreError::NotFound(message)) => {
-            refused(&Refusal::new(RefusalCode::UnknownReview, message), out)
+            let refusal = Refusal::new(RefusalCode::UnknownReview, message);
+            output::refuse(mode, &refusal, out, err)
         }
         Err(StoreError::Conflict(message)) => {
-            refused(&Refusal::new(RefusalCode::AlreadyResolved, message), out)
+            let refusal = Refusal::new(RefusalCode::AlreadyResolved, message);
+            output::refuse(mode, &refusal, out, err)
         }
         Err(e) => store_failed(&e, err),
     }
@@ -184,12 +192,6 @@ fn find(store: &dyn Store, id: i64) -> Result<ReviewItem, Found> {
         )))),
         Err(e) => Err(Found::Failed(e)),
     }
-}
-
-/// A refusal of `review resolve`, as JSON on stdout; exit 3.
-fn refused(refusal: &Refusal, out: &mut impl Write) -> io::Result<u8> {
-    output::json_line(out, refusal)?;
-    Ok(EXIT_REFUSED)
 }
 
 fn already_resolved(id: i64, done: &backstop_store::ResolvedBy) -> String {

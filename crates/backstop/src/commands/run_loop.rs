@@ -23,6 +23,7 @@ use super::external_decider::{Answer, ExternalDecider};
 use crate::cli::LoopArgs;
 use crate::output;
 use crate::settings::ENV_DECIDER_KEY;
+use crate::settings::OutputMode;
 
 /// The tests passed.
 pub const EXIT_PASSED: u8 = 0;
@@ -218,7 +219,7 @@ pub fn run(args: &LoopArgs, out: &mut impl Write, err: &mut impl Write) -> io::R
     let mut looping = Loop {
         args,
         run_id: format!("{}-{}", Timestamp::now().as_second(), std::process::id()),
-        live: !args.json && io::stderr().is_terminal(),
+        live: args.output.mode() == OutputMode::Human && io::stderr().is_terminal(),
         started,
         failure_file: work.join("last-failure.md"),
         log,
@@ -474,7 +475,7 @@ fn report(
     started: Instant,
     out: &mut impl Write,
 ) -> io::Result<()> {
-    if args.json {
+    if args.output.mode() == OutputMode::Json {
         let summary = json!({
             "ending": ending,
             "why": ending.words(),

@@ -8,8 +8,8 @@ use backstop_core::case::{Refusal, RefusalCode};
 use backstop_store::{Lifted, StoreError, SuppressionFilter, SuppressionRecord};
 use jiff::Timestamp;
 
+use super::EXIT_OK;
 use super::cases::{open_existing, store_failed};
-use super::{EXIT_OK, EXIT_REFUSED};
 use crate::cli::{SuppressLiftArgs, SuppressListArgs};
 use crate::output;
 use crate::settings::OutputMode;
@@ -46,8 +46,7 @@ pub fn list(args: &SuppressListArgs, out: &mut impl Write, err: &mut impl Write)
     };
     match mode {
         OutputMode::Json => {
-            serde_json::to_writer_pretty(&mut *out, &serde_json::json!({"suppressions": rows}))?;
-            writeln!(out)?;
+            output::json_line(out, &serde_json::json!({"suppressions": rows}))?;
         }
         OutputMode::Human => table(out, &rows, args.lifted)?,
     }
@@ -77,8 +76,9 @@ pub fn lift(args: &SuppressLiftArgs, out: &mut impl Write, err: &mut impl Write)
         backstop_core::issue::MAX_NOTE_CHARS,
         &mut issues,
     );
+    let mode = args.output.mode();
     if !issues.is_empty() {
-        return output::refuse_command(OutputMode::Json, &issues, out, err);
+        return output::refuse_command(mode, &issues, out, err);
     }
     let store = match open_existing(&args.db, "suppress lift", err)? {
         Ok(store) => store,
@@ -97,15 +97,13 @@ pub fn lift(args: &SuppressLiftArgs, out: &mut impl Write, err: &mut impl Write)
         &lifted,
     );
     match done {
-        Ok(record) => {
-            serde_json::to_writer_pretty(&mut *out, &record)?;
-            writeln!(out)?;
-            Ok(EXIT_OK)
-        }
-        Err(StoreError::NotFound(message)) => {
-            output::json_line(out, &Refusal::new(RefusalCode::NotFound, message))?;
-            Ok(EXIT_REFUSED)
-        }
+        Ok(record) => output::result(mode, out, &record),
+        Err(StoreError::NotFound(message)) => output::refuse(
+            mode,
+            &Refusal::new(RefusalCode::NotFound, message),
+            out,
+            err,
+        ),
         Err(e) => store_failed(&e, err),
     }
 }

@@ -7,11 +7,9 @@ use backstop_server::routes::recover::check_name;
 use backstop_server::routes::tasks::TaskAnswer;
 use jiff::Timestamp;
 
-use super::EXIT_OK;
 use super::cases::{open_existing, store_failed};
 use crate::cli::TaskArgs;
 use crate::output;
-use crate::settings::OutputMode;
 
 /// Prints the task as it stands.
 pub fn show(args: &TaskArgs, out: &mut impl Write, err: &mut impl Write) -> io::Result<u8> {
@@ -27,8 +25,9 @@ fn run(args: &TaskArgs, reset: bool, out: &mut impl Write, err: &mut impl Write)
     let mut issues = Vec::new();
     check_name(&args.task, "task", &mut issues);
     check_name(&args.caller, "--caller", &mut issues);
+    let mode = args.output.mode();
     if !issues.is_empty() {
-        return output::refuse_command(OutputMode::Json, &issues, out, err);
+        return output::refuse_command(mode, &issues, out, err);
     }
     let command = if reset { "task reset" } else { "task show" };
     let store = match open_existing(&args.db.db, command, err)? {
@@ -56,7 +55,5 @@ fn run(args: &TaskArgs, reset: bool, out: &mut impl Write, err: &mut impl Write)
         caller: args.caller.clone(),
         view: calls.recovery.task_view(&key, now),
     };
-    serde_json::to_writer_pretty(&mut *out, &answer)?;
-    writeln!(out)?;
-    Ok(EXIT_OK)
+    output::result(mode, out, &answer)
 }

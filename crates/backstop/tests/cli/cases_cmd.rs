@@ -464,7 +464,8 @@ fn a_malformed_request_lists_every_issue_and_leaves_no_trace() {
         "related": {"counterparty": {"id": "acct-991"}},
     });
     let run = ledger.decide(VENDOR, T0, &request);
-    run.expect_code(3);
+    // Malformed is bad input: exit 2, as for every command.
+    run.expect_code(2);
     let refusal = run.json();
     assert_eq!(refusal["error"]["code"], "malformed");
     assert!(
@@ -509,7 +510,7 @@ fn a_request_that_is_not_a_json_object_is_malformed() {
     ];
     for (stdin, path, code) in bodies {
         let run = ledger.decide_raw(VENDOR, &["--now", T0], stdin);
-        run.expect_code(3);
+        run.expect_code(2);
         let refusal = run.json();
         assert_eq!(refusal["error"]["code"], "malformed", "{refusal}");
         let issues = issue_paths_and_codes(&refusal);
@@ -641,8 +642,7 @@ fn review_list_filters_by_status_job_and_caller_newest_first() {
         &["list", "--limit", "0"],
     ] {
         let run = ledger.review(bad);
-        run.expect_code(2);
-        assert_eq!(run.stdout, "", "{bad:?}");
+        assert_eq!(run.command_line_refused()["code"], "bad_value", "{bad:?}");
     }
 }
 
@@ -876,13 +876,8 @@ fn decide_refuses_bad_flags_with_every_issue_before_reading_the_request() {
         ],
     ] {
         let run = run(args, body.as_bytes());
-        run.expect_code(2);
-        assert_eq!(run.stdout, "", "{args:?}");
-        assert!(
-            run.stderr.starts_with("error: "),
-            "{args:?}: {}",
-            run.stderr
-        );
+        let issue = run.command_line_refused();
+        assert!(issue["path"].as_str().is_some(), "{args:?}: {issue}");
     }
 }
 

@@ -140,7 +140,7 @@ fn a_malformed_dispatch_lists_every_issue_and_stores_nothing() {
         &["dispatch", "--pack", arg(&pack), "--db", arg(&db)],
         bad.as_bytes(),
     );
-    refused.expect_code(3);
+    refused.expect_code(2);
     let found = issue_paths_and_codes(&refused.json());
     for (path, code) in [
         ("content", "wrong_type"),
@@ -277,7 +277,7 @@ fn the_demo_runs_the_eight_orders_end_to_end() {
             .contains("another recipient of the batch"),
         "{then}"
     );
-    let table = run(&["demo"], b"");
+    let table = run(&["demo", "--output-format", "human"], b"");
     table.expect_code(0);
     assert!(table.stdout.starts_with("PO "), "{}", table.stdout);
     assert_eq!(table.stdout.lines().count(), 11, "{}", table.stdout);
@@ -621,7 +621,11 @@ fn a_bad_retention_is_an_issue_at_its_path() {
     served.expect_code(2);
     assert!(served.stderr.contains("retention.days"), "{served:?}");
     let fine = dir.write("fine.toml", "[retention]\ndays = 0\n");
-    run(&["config", "check", arg(&fine)], b"").expect_code(0);
+    run(
+        &["config", "check", "--output-format", "human", arg(&fine)],
+        b"",
+    )
+    .expect_code(0);
 }
 
 /// `backstop dispatch` refuses a value that asks for a secret, holds a card number or

@@ -231,13 +231,7 @@ fn conflicting_or_unknown_output_flags_are_refused_by_the_parser() {
         &["--status", "503", "--status", "504"],
     ] {
         let run = classify(args);
-        run.expect_code(2);
-        assert_eq!(run.stdout, "", "{args:?}");
-        assert!(
-            run.stderr.starts_with("error: "),
-            "{args:?}: {}",
-            run.stderr
-        );
+        run.command_line_refused();
         assert!(
             run.stderr.contains("For more information, try '--help'."),
             "{args:?}: {}",

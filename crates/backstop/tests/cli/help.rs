@@ -6,7 +6,7 @@ use crate::support::run;
 fn top_level_help() {
     let run = run(&["--help"], b"");
     run.expect_code(0);
-    for text in ["classify", "rules", "Exit codes:", "--log"] {
+    for text in ["classify", "rules", "Exit codes", "--log"] {
         assert!(run.stdout.contains(text), "{text}: {}", run.stdout);
     }
     insta::assert_snapshot!("backstop_help", run.stdout);

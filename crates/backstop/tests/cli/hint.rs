@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::support::{NOW, Run, TempDir, arg, issue_paths_and_codes, issues_of, pairs, run};
 
 /// The keys of every step, in the order the docs list them.
-const STEP_KEYS: [&str; 10] = [
+const STEP_KEYS: [&str; 11] = [
     "class",
     "action",
     "hint",
@@ -19,6 +19,7 @@ const STEP_KEYS: [&str; 10] = [
     "budget",
     "escalation",
     "reason",
+    "explanation",
 ];
 
 /// Runs `backstop hint --now NOW --seed SEED ARGS` with `stdin` as its standard input.
@@ -724,10 +725,10 @@ fn report_flags_and_human_output_are_refused_with_jsonl() {
         let mut args = vec!["--task", "t1", "--jsonl"];
         args.extend_from_slice(flags);
         let run = hint_stdin(&args, SEARCH_503.as_bytes());
-        run.expect_code(2);
-        assert_eq!(run.stdout, "", "{flags:?}");
+        let issue = run.command_line_refused();
+        assert_eq!(issue["code"], "conflicting_flags", "{flags:?}: {issue}");
         assert!(
-            run.stderr.starts_with("error: ") && run.stderr.contains("cannot be used with"),
+            run.stderr.contains("cannot be used with"),
             "{flags:?}: {}",
             run.stderr
         );
@@ -759,13 +760,12 @@ fn a_long_trace_keeps_one_line_per_failure_in_order() {
 #[test]
 fn task_is_required_by_the_parser() {
     let run = hint(&["--status", "503"]);
-    run.expect_code(2);
-    assert_eq!(run.stdout, "");
-    assert!(
-        run.stderr.starts_with("error: ") && run.stderr.contains("--task <ID>"),
-        "{}",
-        run.stderr
+    let issue = run.command_line_refused();
+    assert_eq!(
+        (&issue["path"], &issue["code"]),
+        (&json!("--task"), &json!("missing"))
     );
+    assert!(run.stderr.contains("--task <ID>"), "{}", run.stderr);
 }
 
 #[test]
@@ -1144,4 +1144,117 @@ fn jsonl_lines_that_name_their_tasks_need_no_task_flag() {
     let one = hint_stdin(&["--status", "503"], b"");
     one.expect_code(2);
     assert!(one.stderr.contains("--task"), "{}", one.stderr);
+}
+
+/// `backstop hint --db DB --task TASK --status 503 --tool search`: a failure counted on `db`.
+fn counted_on(db: &str, task: &str) -> Value {
+    let step = run(
+        &[
+            "hint", "--db", db, "--task", task, "--status", "503", "--tool", "search",
+        ],
+        b"",
+    );
+    step.expect_code(0);
+    step.json()
+}
+
+#[test]
+fn hint_with_a_ledger_counts_from_run_to_run_as_the_service_does() {
+    let dir = TempDir::new("hint-db");
+    let db = dir.path().join("ledger.db");
+    let used: Vec<Value> = (0..3)
+        .map(|_| counted_on(arg(&db), "t1")["attempts"]["class_used"].clone())
+        .collect();
+    assert_eq!(used, [json!(1), json!(2), json!(3)]);
+    // Another task starts from its own count; the first task's count is kept.
+    assert_eq!(counted_on(arg(&db), "t2")["attempts"]["class_used"], 1);
+    assert_eq!(counted_on(arg(&db), "t1")["attempts"]["task_used"], 4);
+    // What hint counted is the task the ledger shows.
+    let shown = run(&["task", "show", "t1", "--db", arg(&db)], b"");
+    shown.expect_code(0);
+    assert!(shown.stdout.contains("t1"), "{}", shown.stdout);
+    // Without --db, each run starts from fresh counters.
+    for _ in 0..2 {
+        let fresh = hint(&["--task", "t1", "--status", "503", "--tool", "search"]);
+        assert_eq!(fresh.json()["attempts"]["class_used"], 1);
+    }
+}
+
+#[test]
+fn hint_with_a_ledger_counts_a_jsonl_trace_and_refuses_a_line_with_its_own_time() {
+    let dir = TempDir::new("hint-db-jsonl");
+    let db = dir.path().join("ledger.db");
+    let trace = concat!(
+        "{\"report\": {\"http_status\": 503}, \"task\": \"j1\"}\n",
+        "{\"report\": {\"http_status\": 503}, \"task\": \"j1\", \"at\": \"2026-01-01T00:00:00Z\"}\n",
+        "{\"report\": {\"http_status\": 503}, \"task\": \"j1\"}\n",
+    );
+    let lines = run(&["hint", "--db", arg(&db), "--jsonl"], trace.as_bytes());
+    lines.expect_code(0);
+    let lines = lines.json_lines();
+    assert_eq!(lines[0]["attempts"]["class_used"], 1);
+    assert_eq!(lines[1]["line"], 2);
+    assert_eq!(
+        issues_of(&lines[1]["error"]["issues"]),
+        pairs(&[("at", "not_with_ledger")])
+    );
+    assert_eq!(lines[2]["attempts"]["class_used"], 2);
+    // The next run goes on from the ledger.
+    let again = run(
+        &["hint", "--db", arg(&db), "--jsonl"],
+        b"{\"report\": {\"http_status\": 503}, \"task\": \"j1\"}\n",
+    );
+    assert_eq!(again.json_lines()[0]["attempts"]["class_used"], 3);
+}
+
+#[test]
+fn hint_on_a_ledger_refuses_a_time_a_seed_and_a_bad_server_before_counting() {
+    let dir = TempDir::new("hint-db-flags");
+    let db = dir.path().join("ledger.db");
+    for flags in [
+        &["--now", NOW][..],
+        &["--seed", "3"],
+        &["--server", "http://127.0.0.1:9"],
+    ] {
+        let mut args = vec!["hint", "--db", arg(&db), "--task", "t1", "--status", "503"];
+        args.extend_from_slice(flags);
+        let refused = run(&args, b"");
+        refused.expect_code(2);
+        assert!(
+            refused.stderr.contains("cannot be used with"),
+            "{}",
+            refused.stderr
+        );
+    }
+    assert!(!db.exists(), "a refused command made the ledger");
+    let bad = run(
+        &[
+            "hint", "--server", "ftp://x", "--task", "t1", "--status", "503",
+        ],
+        b"",
+    );
+    bad.expect_code(2);
+    assert_eq!(
+        issue_paths_and_codes(&bad.json()),
+        pairs(&[("--server", "bad_url")])
+    );
+    // A service that is not there: an I/O failure, said on stderr.
+    let gone = run(
+        &[
+            "hint",
+            "--server",
+            "http://127.0.0.1:9",
+            "--task",
+            "t1",
+            "--status",
+            "503",
+        ],
+        b"",
+    );
+    gone.expect_code(1);
+    assert!(
+        gone.stderr.contains("could not be reached"),
+        "{}",
+        gone.stderr
+    );
 }

@@ -397,7 +397,11 @@ fn calibrate_reads_the_logs_loops_write() {
     // Two runs are too few to recommend a threshold: it says so, with the sample size.
     assert_eq!(c["recommended"], serde_json::Value::Null, "{c}");
     assert_eq!(c["min_runs"], 10);
-    let human = run_in(None, &["loop", "calibrate", arg(&log)], b"");
+    let human = run_in(
+        None,
+        &["loop", "calibrate", "--output-format", "human", arg(&log)],
+        b"",
+    );
     human.expect_code(0);
     assert!(human.stdout.contains("2 runs"), "{}", human.stdout);
     assert!(

@@ -455,7 +455,6 @@ fn a_bad_strategies_file_and_a_missing_trace_are_listed_at_once() {
 #[test]
 fn the_trace_argument_is_required() {
     let run = run(&["replay"], b"");
-    run.expect_code(2);
-    assert_eq!(run.stdout, "");
+    run.command_line_refused();
     assert!(run.stderr.contains("<TRACE.jsonl>"), "{}", run.stderr);
 }

@@ -20,7 +20,13 @@ when = { http_status = 501 }
 fn the_default_rules_are_ok() {
     let run = run_in(
         Some(&workspace_root()),
-        &["rules", "check", "rules/default.toml"],
+        &[
+            "rules",
+            "check",
+            "--output-format",
+            "human",
+            "rules/default.toml",
+        ],
         b"",
     );
     run.expect_code(0);
@@ -51,7 +57,10 @@ fn an_id_a_built_in_rule_has_is_an_issue_as_loading_says() {
 fn a_shadowed_rule_is_an_issue_and_exit_1() {
     let dir = TempDir::new("shadowed");
     let file = dir.write("shadowed.toml", SHADOWED);
-    let run = run(&["rules", "check", arg(&file)], b"");
+    let run = run(
+        &["rules", "check", "--output-format", "human", arg(&file)],
+        b"",
+    );
     run.expect_code(1);
     assert!(
         run.stdout
@@ -99,7 +108,10 @@ fn a_shadowed_rule_as_json() {
 fn a_missing_file_is_exit_2() {
     let dir = TempDir::new("missing");
     let missing = dir.path().join("missing.toml");
-    let human = run(&["rules", "check", arg(&missing)], b"");
+    let human = run(
+        &["rules", "check", "--output-format", "human", arg(&missing)],
+        b"",
+    );
     human.expect_code(2);
     assert!(
         human

@@ -796,7 +796,7 @@ fn config_check_exits_0_1_or_2_and_lists_every_issue_as_json() {
     let setup = Setup::new("config-check", &[VENDOR, PO], "[limits]\nburst = 10\n");
     let file = arg(&setup.config).to_owned();
 
-    let ok = run(&["config", "check", &file], b"");
+    let ok = run(&["config", "check", "--output-format", "human", &file], b"");
     ok.expect_code(0);
     assert_eq!(ok.stdout, format!("{file}: ok\n"));
     let ok = run(&["config", "check", &file, "--json"], b"");
@@ -823,7 +823,10 @@ fn config_check_exits_0_1_or_2_and_lists_every_issue_as_json() {
             ("listen", "bad_address"),
         ])
     );
-    let human = run(&["config", "check", arg(&own)], b"");
+    let human = run(
+        &["config", "check", "--output-format", "human", arg(&own)],
+        b"",
+    );
     human.expect_code(1);
     assert!(
         human
@@ -877,7 +880,11 @@ fn config_check_exits_0_1_or_2_and_lists_every_issue_as_json() {
     let mut keys: Vec<&String> = report.as_object().expect("an object").keys().collect();
     keys.sort();
     assert_eq!(keys, ["file", "issues", "ok"]);
-    run(&["config", "check", arg(&missing)], b"").expect_code(2);
+    run(
+        &["config", "check", "--output-format", "human", arg(&missing)],
+        b"",
+    )
+    .expect_code(2);
 }
 
 #[test]
@@ -1085,4 +1092,64 @@ fn a_bad_strategies_file_refuses_the_start_with_its_path() {
             "no {code} issue naming the file: {refused:#?}"
         );
     }
+}
+
+#[test]
+fn hint_with_a_server_is_counted_by_the_service_under_the_key_given() {
+    const AGENT: &str = "agent-secret-3-0123456789abcdef0123456789";
+    let agent_hash = hash_key(AGENT, false);
+    let setup = Setup::new(
+        "serve-hint",
+        &[],
+        &format!("[[keys]]\nhash = \"{agent_hash}\"\ncaller = \"agent-h\"\nrole = \"agent\"\n"),
+    );
+    let key_file = setup.dir.write("key.txt", &format!("{AGENT}\n"));
+    let wrong_key = setup.dir.write("wrong.txt", "not-the-key\n");
+    let mut server = setup.start(&[]);
+    let base = server.url("");
+    let hint = |key: &std::path::Path| {
+        run(
+            &[
+                "hint",
+                "--server",
+                &base,
+                "--key-file",
+                arg(key),
+                "--task",
+                "h1",
+                "--status",
+                "503",
+                "--tool",
+                "search",
+            ],
+            b"",
+        )
+    };
+    for expected in 1..=2 {
+        let step = hint(&key_file);
+        step.expect_code(0);
+        assert_eq!(
+            step.json()["attempts"]["class_used"],
+            expected,
+            "{}",
+            step.stdout
+        );
+    }
+    // The service counted both: its task view says so.
+    let (status, task) = get(&server, "/v1/tasks/h1", Some(AGENT));
+    assert_eq!(status, 200, "{task}");
+    assert_eq!(task["task_used"], 2, "{task}");
+    // A key the service does not know: its refusal, exit 3, nothing counted.
+    let refused = hint(&wrong_key);
+    refused.expect_code(3);
+    assert_eq!(
+        refused.json()["error"]["code"],
+        "unauthorized",
+        "{}",
+        refused.stdout
+    );
+    let step = hint(&key_file);
+    assert_eq!(step.json()["attempts"]["class_used"], 3, "{}", step.stdout);
+    let (code, stderr) = server.stop();
+    assert_eq!(code, Some(0), "{stderr}");
 }

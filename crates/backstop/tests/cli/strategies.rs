@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::support::{TempDir, arg, issues_of, pairs, run, run_in, workspace_root};
+use crate::support::{Run, TempDir, arg, issues_of, pairs, run, run_in, workspace_root};
 
 /// A user file with every kind of issue found after parsing.
 const BAD: &str = r#"
@@ -40,7 +40,13 @@ const BAD_ISSUES: [(&str, &str); 7] = [
 fn the_built_in_strategies_and_an_empty_file_are_ok() {
     let builtin = run_in(
         Some(&workspace_root()),
-        &["strategies", "check", "rules/strategies.toml"],
+        &[
+            "strategies",
+            "check",
+            "--output-format",
+            "human",
+            "rules/strategies.toml",
+        ],
         b"",
     );
     builtin.expect_code(0);
@@ -51,7 +57,17 @@ fn the_built_in_strategies_and_an_empty_file_are_ok() {
     let dir = TempDir::new("strategies-empty");
     let empty = dir.write("empty.toml", "");
     let comments = dir.write("comments.toml", "# nothing to override yet\n");
-    let run = run(&["strategies", "check", arg(&empty), arg(&comments)], b"");
+    let run = run(
+        &[
+            "strategies",
+            "check",
+            "--output-format",
+            "human",
+            arg(&empty),
+            arg(&comments),
+        ],
+        b"",
+    );
     run.expect_code(0);
     assert_eq!(
         run.stdout,
@@ -75,7 +91,7 @@ fn small_overrides_are_ok() {
         ),
     ] {
         let file = dir.write(name, text);
-        let run = run(&["strategies", "check", arg(&file)], b"");
+        let run = checked_for_a_person(&file);
         run.expect_code(0);
         assert_eq!(run.stdout, format!("{}: ok\n", file.display()), "{name}");
     }
@@ -85,7 +101,7 @@ fn small_overrides_are_ok() {
 fn a_file_with_issues_is_exit_1_with_every_issue() {
     let dir = TempDir::new("strategies-bad");
     let file = dir.write("bad.toml", BAD);
-    let run = run(&["strategies", "check", arg(&file)], b"");
+    let run = checked_for_a_person(&file);
     run.expect_code(1);
     assert_eq!(run.stderr, "");
     assert!(
@@ -201,7 +217,16 @@ fn json_lists_every_file_with_file_ok_and_issues() {
 fn a_missing_file_is_exit_2() {
     let dir = TempDir::new("strategies-missing");
     let missing = dir.path().join("missing.toml");
-    let run = run(&["strategies", "check", arg(&missing)], b"");
+    let run = run(
+        &[
+            "strategies",
+            "check",
+            "--output-format",
+            "human",
+            arg(&missing),
+        ],
+        b"",
+    );
     run.expect_code(2);
     assert!(
         run.stdout
@@ -215,8 +240,7 @@ fn a_missing_file_is_exit_2() {
 #[test]
 fn check_needs_a_file() {
     let run = run(&["strategies", "check"], b"");
-    run.expect_code(2);
-    assert_eq!(run.stdout, "");
+    run.command_line_refused();
     assert!(run.stderr.contains("<FILE>"), "{}", run.stderr);
 }
 
@@ -241,6 +265,14 @@ fn show_prints_the_built_in_strategies() {
     // What `show` prints is a valid strategies file.
     let dir = TempDir::new("strategies-show");
     let file = dir.write("shown.toml", &run.stdout);
-    let check = crate::support::run(&["strategies", "check", arg(&file)], b"");
+    let check = checked_for_a_person(&file);
     check.expect_code(0);
+}
+
+/// `backstop strategies check --output-format human FILE`.
+fn checked_for_a_person(file: &std::path::Path) -> Run {
+    run(
+        &["strategies", "check", "--output-format", "human", arg(file)],
+        b"",
+    )
 }

@@ -39,6 +39,19 @@ impl Run {
             .collect()
     }
 
+    /// A command line the parser refused: exit 2, clap's message for a person on stderr and,
+    /// stdout being a pipe, the refusal JSON there with the one issue it names; that issue.
+    #[track_caller]
+    pub fn command_line_refused(&self) -> Value {
+        self.expect_code(2);
+        assert!(self.stderr.starts_with("error: "), "{self:#?}");
+        let refusal = self.json();
+        assert_eq!(refusal["error"]["code"], "malformed", "{refusal}");
+        let issues = refusal["error"]["issues"].as_array().expect("issues");
+        assert_eq!(issues.len(), 1, "{refusal}");
+        issues[0].clone()
+    }
+
     /// Panics with the whole run unless it exited with `code`.
     #[track_caller]
     pub fn expect_code(&self, code: i32) -> &Self {

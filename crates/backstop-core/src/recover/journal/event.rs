@@ -95,13 +95,14 @@ pub struct FailureEvent {
 
 impl FailureEvent {
     /// What a review item for this failure's escalation carries.
-    pub fn escalation(&self, task: &str, to: &str) -> TaskEscalation {
+    pub fn escalation(&self, task: &str, to: &str, why: &str) -> TaskEscalation {
         TaskEscalation {
             task: task.to_owned(),
             tool: self.context.tool.clone(),
             class: self.classification.class.as_str().to_owned(),
             evidence: serde_json::to_value(&self.classification.evidence).unwrap_or(Value::Null),
             to: to.to_owned(),
+            why: why.to_owned(),
         }
     }
 }

@@ -47,7 +47,7 @@ pub struct TaskReview {
     pub caller: String,
     /// What the item carries.
     pub escalation: TaskEscalation,
-    /// Why, in words (the step's reason).
+    /// Why, in the sentence a person reads (the step's explanation).
     pub reason: String,
     /// When.
     pub at: Timestamp,
@@ -92,6 +92,10 @@ pub struct TaskEscalation {
     pub evidence: serde_json::Value,
     /// Who it goes to.
     pub to: String,
+    /// Why the step escalated, for machines and logs (the step's `reason`); the item's own
+    /// reason is the sentence a person reads. Empty on items opened before it was kept.
+    #[serde(default)]
+    pub why: String,
 }
 
 /// The recovery's jitter seed: fixed, so every process replaying the journal gets the same delays.
@@ -455,8 +459,8 @@ fn first_escalation_review(stored: &CallEvent, applied: &Applied) -> Option<Task
     let (caller, task) = caller_and_task(&stored.subject);
     Some(TaskReview {
         caller: caller.to_owned(),
-        escalation: failure.escalation(task, &escalation.to),
-        reason: step.reason.clone(),
+        escalation: failure.escalation(task, &escalation.to, &escalation.why),
+        reason: step.explanation.clone(),
         at: stored.at,
     })
 }

@@ -74,8 +74,12 @@ pub struct Step {
     /// a fallback chain: the next one in it whose breaker is not open.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fallback_tool: Option<String>,
-    /// Why this step, in words.
+    /// Why this step, for machines and logs: the class, the strategy and the counts.
     pub reason: String,
+    /// Why this step, in the sentence a person reads: what the failure means (the rule's own
+    /// words), and what about the task decided it when that, not the failure, did.
+    #[serde(default)]
+    pub explanation: String,
 }
 
 /// Attempts used and allowed, for the class and for the whole task.

@@ -129,6 +129,9 @@ struct Draft {
     /// step is a strategy's attempt.
     strategy_attempt: Option<(u32, u32)>,
     reason: String,
+    /// What about the task, not the failure, decided this step, for a person to read; `None`
+    /// when the failure itself did.
+    situation: Option<String>,
 }
 
 impl Draft {
@@ -142,6 +145,7 @@ impl Draft {
             spend: Spend::Nothing,
             strategy_attempt: None,
             reason,
+            situation: None,
         }
     }
 }
@@ -181,7 +185,11 @@ impl<'a> Planner<'a> {
     /// The step a draft becomes, with the counters it leaves and the tool's state.
     fn finish(&self, draft: Draft, health: Option<&ToolHealth>) -> Step {
         let Inputs {
-            table, state, now, ..
+            table,
+            state,
+            now,
+            failure,
+            ..
         } = *self.inputs;
         let attempts = Attempts {
             class_used: self.class_used + u32::from(draft.spend == Spend::Strategy),
@@ -207,6 +215,10 @@ impl<'a> Planner<'a> {
             escalation,
             fallback_tool: None,
             reason: draft.reason,
+            explanation: match draft.situation {
+                Some(situation) => format!("{situation} This failure: {}", failure.reason),
+                None => failure.reason.clone(),
+            },
         }
     }
 
@@ -259,7 +271,14 @@ impl<'a> Planner<'a> {
             reason = format!("a request for `{}` is refused: {reason}", request.as_str());
         }
         let hint = HINTS.denied.render(self.slots(0, 1, 1));
-        Some(Draft::final_step(Action::Stop, hint, reason))
+        let mut draft = Draft::final_step(Action::Stop, hint, reason);
+        if let Some(by) = denied_before {
+            draft.situation = Some(format!(
+                "This task was stopped by an earlier policy denial of {by}: nothing else is tried \
+                 on it until an operator resets it."
+            ));
+        }
+        Some(draft)
     }
 
     /// A task that has used all its attempts stops or goes to a person.
@@ -281,7 +300,11 @@ impl<'a> Planner<'a> {
         let hint = format!(
             "Stop retrying: the task has spent its {task_max} attempts. Hand it to a person."
         );
-        Some(Draft::final_step(action, hint, reason))
+        let mut draft = Draft::final_step(action, hint, reason);
+        draft.situation = Some(format!(
+            "This task has used all {task_max} attempts it may spend on any failure."
+        ));
+        Some(draft)
     }
 
     /// An unclassified failure gets one retry only when an operator or a configured rule
@@ -331,6 +354,7 @@ impl<'a> Planner<'a> {
             spend: Spend::Task,
             strategy_attempt: None,
             reason: format!("unclassified ({}); {why}", failure.reason),
+            situation: None,
         };
         Some((draft, grant))
     }
@@ -379,6 +403,7 @@ impl<'a> Planner<'a> {
                 spend: Spend::Task,
                 strategy_attempt: None,
                 reason,
+                situation: None,
             }
         } else {
             reason.push_str("; no fallback is allowed, so wait");
@@ -390,6 +415,7 @@ impl<'a> Planner<'a> {
                 spend: Spend::Task,
                 strategy_attempt: None,
                 reason,
+                situation: None,
             }
         }
     }
@@ -510,6 +536,7 @@ impl<'a> Planner<'a> {
             },
             strategy_attempt: spends.then_some((number, max)),
             reason,
+            situation: None,
         })
     }
 

@@ -90,7 +90,9 @@ pub(super) fn prefixed(origin: &str, issues: Vec<Issue>) -> Vec<Issue> {
     issues
         .into_iter()
         .map(|mut issue| {
-            issue.path = if issue.path.is_empty() {
+            issue.path = if origin.is_empty() {
+                issue.path
+            } else if issue.path.is_empty() {
                 origin.to_owned()
             } else {
                 format!("{origin}:{}", issue.path)

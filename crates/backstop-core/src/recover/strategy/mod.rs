@@ -296,17 +296,10 @@ impl StrategyTable {
 /// Paths are relative to the file (`limits.tasks`), as `rules check` gives them; `_origin` is
 /// the file's name, which the caller shows.
 pub fn check_strategies(text: &str, _origin: &str) -> Vec<Issue> {
-    let mut table = match parse_raw(DEFAULT_STRATEGIES) {
-        Ok(table) => table,
-        Err(issues) => return prefixed("default", issues),
-    };
-    match parse_raw(text) {
-        Ok(over) => {
-            merge(&mut table, over);
-            build(table).err().unwrap_or_default()
-        }
-        Err(issues) => issues,
-    }
+    // The one path loading takes: what it refuses is what this finds.
+    StrategyTable::load_all(&[("", text)])
+        .err()
+        .unwrap_or_default()
 }
 
 /// Actions a class may never take: a prohibition is never retried or worked around, a spent
