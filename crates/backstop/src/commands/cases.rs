@@ -12,7 +12,7 @@ use backstop_core::{Issue, input};
 use backstop_server::files::read_text;
 use backstop_store::{Location, Reply, Store, StoreError};
 
-use super::{EXIT_BAD_INPUT, EXIT_ISSUES, EXIT_OK};
+use super::{EXIT_ISSUES, EXIT_OK};
 use crate::cli::{CasesShowArgs, DecideArgs};
 use crate::output;
 use crate::settings::{OutputMode, resolve_now};
@@ -121,7 +121,7 @@ pub fn show(args: &CasesShowArgs, out: &mut impl Write, err: &mut impl Write) ->
         }
         _ => args.case_id.clone(),
     };
-    let store = match open_existing(&args.db.db, "cases show", err)? {
+    let store = match open_existing(&args.db.db, "cases show", mode, out, err)? {
         Ok(store) => store,
         Err(code) => return Ok(code),
     };
@@ -181,16 +181,21 @@ fn job_pack(job: &str, packs: &[PathBuf]) -> Result<Pack, String> {
 pub fn open_existing(
     location: &Location,
     command: &str,
+    mode: OutputMode,
+    out: &mut impl Write,
     err: &mut impl Write,
 ) -> io::Result<Result<Box<dyn Store>, u8>> {
     if !location.may_exist() {
-        writeln!(
-            err,
-            "backstop: --db {location}: no ledger there; `backstop {command}` reads an existing \
-             ledger and never creates one (give the --db PATH `backstop serve` or `backstop \
-             decide` writes, or a postgres:// URL)"
-        )?;
-        return Ok(Err(EXIT_BAD_INPUT));
+        let issue = Issue::new(
+            "--db",
+            "no_ledger",
+            format!(
+                "{location}: no ledger there; `backstop {command}` reads an existing ledger and \
+                 never creates one (give the --db PATH `backstop serve` or `backstop decide` \
+                 writes, or a postgres:// URL)"
+            ),
+        );
+        return Ok(Err(output::refuse_command(mode, &[issue], out, err)?));
     }
     Ok(open(location, err)?.ok_or(EXIT_ISSUES))
 }

@@ -113,7 +113,13 @@ pub fn rotate_session_secret(
 ) -> io::Result<u8> {
     use backstop_server::ui::session::{SECRET_NAME, fresh_secret};
     let command = "config rotate-session-secret";
-    let store = match super::cases::open_existing(&args.db, command, err)? {
+    let store = match super::cases::open_existing(
+        &args.db,
+        command,
+        crate::settings::OutputMode::Human,
+        out,
+        err,
+    )? {
         Ok(store) => store,
         Err(code) => return Ok(code),
     };

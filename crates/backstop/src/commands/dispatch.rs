@@ -91,7 +91,7 @@ pub fn outcome(args: &OutcomeArgs, out: &mut impl Write, err: &mut impl Write) -
     if !issues.is_empty() {
         return output::refuse_command(mode, &issues, out, err);
     }
-    let store = match open_existing(&args.db.db, "dispatch outcome", err)? {
+    let store = match open_existing(&args.db.db, "dispatch outcome", mode, out, err)? {
         Ok(store) => store,
         Err(code) => return Ok(code),
     };
@@ -124,7 +124,7 @@ pub fn outcome(args: &OutcomeArgs, out: &mut impl Write, err: &mut impl Write) -
 /// Prints a dispatch with its deliveries.
 pub fn show(args: &ShowDispatchArgs, out: &mut impl Write, err: &mut impl Write) -> io::Result<u8> {
     let mode = args.output.mode();
-    let store = match open_existing(&args.db.db, "dispatch show", err)? {
+    let store = match open_existing(&args.db.db, "dispatch show", mode, out, err)? {
         Ok(store) => store,
         Err(code) => return Ok(code),
     };

@@ -14,7 +14,7 @@ use crate::settings::OutputMode;
 /// Lists notifications, newest first: a table for a person, or `{"notifications": [...]}`.
 pub fn list(args: &NotifyListArgs, out: &mut impl Write, err: &mut impl Write) -> io::Result<u8> {
     let mode = args.output.mode();
-    let store = match open_existing(&args.db, "notify list", err)? {
+    let store = match open_existing(&args.db, "notify list", mode, out, err)? {
         Ok(store) => store,
         Err(code) => return Ok(code),
     };

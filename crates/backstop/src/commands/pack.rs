@@ -53,9 +53,10 @@ pub fn schema(args: &PackSchemaArgs, out: &mut impl Write, err: &mut impl Write)
             writeln!(out)?;
             Ok(EXIT_OK)
         }
+        // The schema is JSON wherever it goes; a refusal is for a person only on a terminal.
         Err(issues) => {
-            output::refuse_command(OutputMode::Human, &issues, out, err)?;
-            Ok(EXIT_BAD_INPUT)
+            let mode = OutputMode::choose(false, crate::cli::OutputChoice::Auto);
+            output::refuse_command(mode, &issues, out, err)
         }
     }
 }

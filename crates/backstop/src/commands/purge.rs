@@ -23,7 +23,7 @@ pub fn run(args: &PurgeArgs, out: &mut impl Write, err: &mut impl Write) -> io::
     if !issues.is_empty() {
         return output::refuse_command(mode, &issues, out, err);
     }
-    let store = match open_existing(&args.db.db, "purge", err)? {
+    let store = match open_existing(&args.db.db, "purge", mode, out, err)? {
         Ok(store) => store,
         Err(code) => return Ok(code),
     };

@@ -25,7 +25,7 @@ pub fn list(args: &ReviewListArgs, out: &mut impl Write, err: &mut impl Write) -
     if !issues.is_empty() {
         return output::refuse_command(mode, &issues, out, err);
     }
-    let store = match open_existing(&args.db.db, "review list", err)? {
+    let store = match open_existing(&args.db.db, "review list", mode, out, err)? {
         Ok(store) => store,
         Err(code) => return Ok(code),
     };
@@ -67,7 +67,7 @@ pub fn show(args: &ReviewShowArgs, out: &mut impl Write, err: &mut impl Write) -
     if !issues.is_empty() {
         return output::refuse_command(mode, &issues, out, err);
     }
-    let store = match open_existing(&args.db.db, "review show", err)? {
+    let store = match open_existing(&args.db.db, "review show", mode, out, err)? {
         Ok(store) => store,
         Err(code) => return Ok(code),
     };
@@ -119,7 +119,7 @@ pub fn resolve(
     if !issues.is_empty() {
         return output::refuse_command(mode, &issues, out, err);
     }
-    let store = match open_existing(&args.db.db, "review resolve", err)? {
+    let store = match open_existing(&args.db.db, "review resolve", mode, out, err)? {
         Ok(store) => store,
         Err(code) => return Ok(code),
     };

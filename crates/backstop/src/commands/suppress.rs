@@ -30,7 +30,7 @@ pub fn list(args: &SuppressListArgs, out: &mut impl Write, err: &mut impl Write)
     if !issues.is_empty() {
         return output::refuse_command(mode, &issues, out, err);
     }
-    let store = match open_existing(&args.db, "suppress list", err)? {
+    let store = match open_existing(&args.db, "suppress list", mode, out, err)? {
         Ok(store) => store,
         Err(code) => return Ok(code),
     };
@@ -80,7 +80,7 @@ pub fn lift(args: &SuppressLiftArgs, out: &mut impl Write, err: &mut impl Write)
     if !issues.is_empty() {
         return output::refuse_command(mode, &issues, out, err);
     }
-    let store = match open_existing(&args.db, "suppress lift", err)? {
+    let store = match open_existing(&args.db, "suppress lift", mode, out, err)? {
         Ok(store) => store,
         Err(code) => return Ok(code),
     };

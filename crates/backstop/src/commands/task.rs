@@ -30,7 +30,7 @@ fn run(args: &TaskArgs, reset: bool, out: &mut impl Write, err: &mut impl Write)
         return output::refuse_command(mode, &issues, out, err);
     }
     let command = if reset { "task reset" } else { "task show" };
-    let store = match open_existing(&args.db.db, command, err)? {
+    let store = match open_existing(&args.db.db, command, mode, out, err)? {
         Ok(store) => store,
         Err(code) => return Ok(code),
     };

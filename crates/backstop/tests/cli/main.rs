@@ -44,6 +44,7 @@ mod docs_cmd;
 mod effects_cmd;
 mod errors;
 mod fleet_cmd;
+mod grammar;
 mod help;
 mod hint;
 mod jsonl;

@@ -1153,3 +1153,45 @@ fn hint_with_a_server_is_counted_by_the_service_under_the_key_given() {
     let (code, stderr) = server.stop();
     assert_eq!(code, Some(0), "{stderr}");
 }
+
+/// The same mistake gets the same refusal code, and the same issues, from `backstop decide`
+/// and from `POST /v1/jobs/{job}/decisions`; the CLI's exit code is the one the table gives
+/// the HTTP status.
+#[test]
+fn the_cli_and_http_refuse_the_same_mistake_with_the_same_code() {
+    let setup = Setup::new("same-refusal", &[VENDOR], "");
+    let mut server = setup.start(&[]);
+    let url = server.url("/v1/jobs/vendor-risk/decisions");
+    let pack = setup.pack_path(VENDOR);
+    let db = setup.dir.path().join("cli.db");
+    for body in [
+        "{not json".to_owned(),
+        "[1, 2]".to_owned(),
+        json!({"execution_id": "e1", "colour": "red", "case": {"id": "acme.io"}}).to_string(),
+    ] {
+        let cli = run(
+            &["decide", "--pack", arg(&pack), "--db", arg(&db)],
+            body.as_bytes(),
+        );
+        let (status, http) = json_reply("decide", post_raw(&client(), &url, None, &body));
+        let cli_refusal = cli.json();
+        assert_eq!(
+            cli_refusal["error"]["code"], http["error"]["code"],
+            "{body}"
+        );
+        // The same issues at the same paths (each surface words its messages).
+        assert_eq!(
+            crate::support::issue_paths_and_codes(&cli_refusal),
+            crate::support::issue_paths_and_codes(&http),
+            "{body}"
+        );
+        let expected_exit = match status {
+            400 | 413 | 415 | 422 => 2,
+            500.. => 1,
+            _ => 3,
+        };
+        assert_eq!(cli.code, expected_exit, "{body}: HTTP {status}");
+    }
+    let (code, stderr) = server.stop();
+    assert_eq!(code, Some(0), "{stderr}");
+}
