@@ -66,180 +66,34 @@ fn runnable_commands() -> Vec<String> {
     found
 }
 
-/// One refused run of each command: its path, its arguments (`DB` a ledger that does not
-/// exist, `DIR` an empty folder) and the refusal code and exit code it must give.
-fn refused_runs() -> Vec<(&'static str, Vec<&'static str>, &'static str, i32)> {
-    let ledger = ["--db", "DB"];
-    let with = |head: &[&'static str], tail: &[&'static str]| {
-        head.iter().chain(tail).copied().collect::<Vec<_>>()
-    };
-    vec![
-        (
-            "backstop classify",
-            vec!["classify", "--status", "999"],
-            "malformed",
-            2,
-        ),
-        (
-            "backstop hint",
-            vec!["hint", "--task", "t", "--status", "999"],
-            "malformed",
-            2,
-        ),
-        (
-            "backstop replay",
-            vec!["replay", "DIR/missing.jsonl"],
-            "malformed",
-            2,
-        ),
-        (
-            "backstop loop calibrate",
-            vec!["loop", "calibrate", "DIR/missing.jsonl"],
-            "malformed",
-            2,
-        ),
-        (
-            "backstop simulate backoff",
-            vec!["simulate", "backoff", "--clients", "0"],
-            "malformed",
-            2,
-        ),
-        (
-            "backstop pack brief",
-            vec!["pack", "brief", "no-such-job", "--packs", "DIR"],
-            "malformed",
-            2,
-        ),
-        (
-            "backstop pack schema",
-            vec!["pack", "schema", "no-such-job", "--packs", "DIR"],
-            "malformed",
-            2,
-        ),
-        (
-            "backstop decide",
-            with(&["decide", "--pack", "DIR/missing.toml"], &ledger),
-            "malformed",
-            2,
-        ),
-        (
-            "backstop cases show",
-            with(&["cases", "show", "--job", "j", "--case", "c"], &ledger),
-            "malformed",
-            2,
-        ),
-        (
-            "backstop review list",
-            with(&["review", "list"], &ledger),
-            "malformed",
-            2,
-        ),
-        (
-            "backstop review show",
-            with(&["review", "show", "1"], &ledger),
-            "malformed",
-            2,
-        ),
-        (
-            "backstop review resolve",
-            with(
-                &[
-                    "review",
-                    "resolve",
-                    "--id",
-                    "1",
-                    "--decision",
-                    "handoff",
-                    "--by",
-                    "x",
-                ],
-                &ledger,
-            ),
-            "malformed",
-            2,
-        ),
-        (
-            "backstop notify list",
-            with(&["notify", "list"], &ledger),
-            "malformed",
-            2,
-        ),
-        (
-            "backstop task show",
-            with(&["task", "show", "t"], &ledger),
-            "malformed",
-            2,
-        ),
-        (
-            "backstop task reset",
-            with(&["task", "reset", "t"], &ledger),
-            "malformed",
-            2,
-        ),
-        (
-            "backstop suppress list",
-            with(&["suppress", "list"], &ledger),
-            "malformed",
-            2,
-        ),
-        (
-            "backstop suppress lift",
-            with(
-                &[
-                    "suppress",
-                    "lift",
-                    "--job",
-                    "j",
-                    "--contact",
-                    "c",
-                    "--by",
-                    "x",
-                    "--reason",
-                    " ",
-                ],
-                &ledger,
-            ),
-            "malformed",
-            2,
-        ),
-        (
-            "backstop purge",
-            with(&["purge", "--older-than", "soon"], &ledger),
-            "malformed",
-            2,
-        ),
-        (
-            "backstop dispatch",
-            with(&["dispatch", "--pack", "DIR/missing.toml"], &ledger),
-            "malformed",
-            2,
-        ),
-        (
-            "backstop dispatch outcome",
-            with(&["dispatch", "outcome", "k", "--outcome", "sent"], &ledger),
-            "malformed",
-            2,
-        ),
-        (
-            "backstop dispatch show",
-            with(&["dispatch", "show", "k"], &ledger),
-            "malformed",
-            2,
-        ),
-        (
-            "backstop key",
-            vec!["key", "--pack", "DIR/missing.toml"],
-            "malformed",
-            2,
-        ),
-        (
-            "backstop reconcile",
-            with(&["reconcile", "--packs", "DIR"], &ledger),
-            "malformed",
-            2,
-        ),
-    ]
-}
+/// One refused run of each command, each bad input (exit 2, `malformed`): its path and its
+/// arguments (`DB` a ledger that does not exist, `DIR` an empty folder).
+#[rustfmt::skip]
+const REFUSED_RUNS: [(&str, &[&str]); 23] = [
+    ("backstop classify", &["classify", "--status", "999"]),
+    ("backstop hint", &["hint", "--task", "t", "--status", "999"]),
+    ("backstop replay", &["replay", "DIR/missing.jsonl"]),
+    ("backstop loop calibrate", &["loop", "calibrate", "DIR/missing.jsonl"]),
+    ("backstop simulate backoff", &["simulate", "backoff", "--clients", "0"]),
+    ("backstop pack brief", &["pack", "brief", "no-such-job", "--packs", "DIR"]),
+    ("backstop pack schema", &["pack", "schema", "no-such-job", "--packs", "DIR"]),
+    ("backstop decide", &["decide", "--pack", "DIR/missing.toml", "--db", "DB"]),
+    ("backstop cases show", &["cases", "show", "--job", "j", "--case", "c", "--db", "DB"]),
+    ("backstop review list", &["review", "list", "--db", "DB"]),
+    ("backstop review show", &["review", "show", "1", "--db", "DB"]),
+    ("backstop review resolve", &["review", "resolve", "--id", "1", "--decision", "handoff", "--by", "x", "--db", "DB"]),
+    ("backstop notify list", &["notify", "list", "--db", "DB"]),
+    ("backstop task show", &["task", "show", "t", "--db", "DB"]),
+    ("backstop task reset", &["task", "reset", "t", "--db", "DB"]),
+    ("backstop suppress list", &["suppress", "list", "--db", "DB"]),
+    ("backstop suppress lift", &["suppress", "lift", "--job", "j", "--contact", "c", "--by", "x", "--reason", " ", "--db", "DB"]),
+    ("backstop purge", &["purge", "--older-than", "soon", "--db", "DB"]),
+    ("backstop dispatch", &["dispatch", "--pack", "DIR/missing.toml", "--db", "DB"]),
+    ("backstop dispatch outcome", &["dispatch", "outcome", "k", "--outcome", "sent", "--db", "DB"]),
+    ("backstop dispatch show", &["dispatch", "show", "k", "--db", "DB"]),
+    ("backstop key", &["key", "--pack", "DIR/missing.toml"]),
+    ("backstop reconcile", &["reconcile", "--packs", "DIR", "--db", "DB"]),
+];
 
 /// Runs `args` in `dir` with `DB` and `DIR` filled in, and `extra` after them.
 fn refused(dir: &Path, args: &[&str], extra: &[&str]) -> Run {
@@ -255,16 +109,16 @@ fn refused(dir: &Path, args: &[&str], extra: &[&str]) -> Run {
 
 #[test]
 fn every_command_refuses_as_json_when_piped_and_for_a_person_on_a_terminal() {
-    let runs = refused_runs();
     for path in runnable_commands() {
-        let listed = runs.iter().any(|(p, ..)| *p == path)
+        let listed = REFUSED_RUNS.iter().any(|(p, _)| *p == path)
             || EXEMPT.iter().any(|(p, _)| *p == path)
             || CHECKS.contains(&path.as_str());
         assert!(listed, "{path}: no refused run here, and not exempt");
     }
-    for (path, args, code, exit) in runs {
+    let (code, exit) = ("malformed", 2);
+    for (path, args) in REFUSED_RUNS {
         let dir = TempDir::new("grammar");
-        let piped = refused(dir.path(), &args, &[]);
+        let piped = refused(dir.path(), args, &[]);
         assert_eq!(piped.code, exit, "{path}: {piped:#?}");
         let refusal = piped.json();
         assert_eq!(refusal["error"]["code"], code, "{path}: {refusal}");
@@ -279,7 +133,7 @@ fn every_command_refuses_as_json_when_piped_and_for_a_person_on_a_terminal() {
 
         // `pack schema` takes no --output-format: its result is JSON wherever it goes.
         if path != "backstop pack schema" {
-            let person = refused(dir.path(), &args, &["--output-format", "human"]);
+            let person = refused(dir.path(), args, &["--output-format", "human"]);
             assert_eq!(person.code, exit, "{path}: {person:#?}");
             assert_eq!(
                 person.stdout, "",
