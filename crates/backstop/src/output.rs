@@ -409,5 +409,28 @@ mod tests {
         assert_eq!(stdin_notice(&ReportSource::Lines, false), None);
         let flags = ReportSource::Flags(Box::default());
         assert_eq!(stdin_notice(&flags, true), None);
+        // decide, dispatch, key and hash-key say what they wait for, on a terminal only.
+        let waiting = stdin_wait_notice("the JSON request", true).unwrap();
+        assert!(
+            waiting.contains("reading the JSON request from stdin"),
+            "{waiting}"
+        );
+        assert_eq!(stdin_wait_notice("the JSON request", false), None);
+    }
+
+    #[test]
+    fn a_result_for_a_person_is_a_field_a_line_nested_under_its_key() {
+        let value = serde_json::json!({
+            "batch_key": "bk_1",
+            "recipients": [{"recipient": "r1", "key": "dk_1"}],
+            "none": null,
+            "empty": [],
+        });
+        let mut out = Vec::new();
+        value_human(&mut out, &value, "").unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "batch_key: bk_1\nempty: none\nnone: none\nrecipients:\n  -\n    key: dk_1\n    recipient: r1\n"
+        );
     }
 }

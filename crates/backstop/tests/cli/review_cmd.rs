@@ -502,9 +502,25 @@ fn commands_that_read_a_ledger_refuse_a_missing_one_and_create_none() {
         let refused = run(&args, b"");
         // A missing ledger is a missing file: exit 2, as for every command.
         refused.expect_code(2);
-        assert_eq!(refused.stdout, "", "{command:?}");
-        let named = format!("backstop: --db {db}: no ledger there; `backstop ");
-        assert!(refused.stderr.starts_with(&named), "{refused:#?}");
+        let named = format!("{db}: no ledger there; `backstop ");
+        if command.contains(&"human") {
+            // For a person: on stderr, the issue with its path.
+            assert_eq!(refused.stdout, "", "{refused:#?}");
+            assert!(
+                refused.stderr.contains(&format!("--db: {named}")),
+                "{refused:#?}"
+            );
+        } else {
+            let issue = &refused.json()["error"]["issues"][0];
+            assert_eq!(
+                (&issue["path"], &issue["code"]),
+                (&json!("--db"), &json!("no_ledger"))
+            );
+            assert!(
+                issue["message"].as_str().unwrap().starts_with(&named),
+                "{refused:#?}"
+            );
+        }
         assert!(
             !Path::new(db).exists(),
             "{command:?} created the ledger it refused"

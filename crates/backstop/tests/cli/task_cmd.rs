@@ -67,5 +67,5 @@ fn task_show_and_reset_work_on_the_services_journal() {
     let failed = run(&["task", "show", "t", "--db", arg(&nowhere)], b"");
     // A missing ledger is a missing file: exit 2.
     assert_eq!(failed.code, 2, "{failed:?}");
-    assert!(failed.stderr.contains("--db"), "{failed:?}");
+    assert!(failed.stdout.contains("--db"), "{failed:?}");
 }
