@@ -5,9 +5,8 @@
 //! path, so an edit of either is tested with no edit here. A block becomes one `bash` script
 //! under these rules:
 //!
-//! - `cargo build --release` is skipped: cargo already built the binary this test runs, and a
-//!   release build takes minutes.
-//! - `B=./target/release/backstop` becomes `B=` the binary cargo built for this test; the block
+//! - `cargo build -p backstop` is skipped: cargo already built the binary this test runs.
+//! - `B=./target/debug/backstop` becomes `B=` the binary cargo built for this test; the block
 //!   must set `B` exactly so, once.
 //! - Any other `cargo` line is refused: the block runs the built binary as `$B`.
 //! - A service (`$B serve`, `$B mcp`) never returns, for a reader pasting the block as for this
@@ -30,9 +29,9 @@ use std::time::{Duration, Instant};
 use crate::support::{TempDir, workspace_root};
 
 /// The line the Quickstart builds with; skipped here.
-const BUILD_LINE: &str = "cargo build --release";
+const BUILD_LINE: &str = "cargo build -p backstop";
 /// The line that names the binary; replaced by the one cargo built for this test.
-const BINARY_LINE: &str = "B=./target/release/backstop";
+const BINARY_LINE: &str = "B=./target/debug/backstop";
 /// Subcommands that run until stopped.
 const SERVICES: [&str; 2] = ["serve", "mcp"];
 /// The longest a whole run may take.
@@ -260,8 +259,8 @@ fn the_live_walkthrough_runs_as_written() {
 #[test]
 fn the_quickstart_script_skips_the_build_and_runs_the_test_binary() {
     let block = [
-        "cargo build --release",
-        "B=./target/release/backstop",
+        "cargo build -p backstop",
+        "B=./target/debug/backstop",
         "$B classify --status 503",
         "$B serve --listen 127.0.0.1:0 &",
     ];
@@ -277,7 +276,7 @@ fn the_quickstart_script_skips_the_build_and_runs_the_test_binary() {
 #[test]
 #[should_panic(expected = "runs a service that never returns")]
 fn a_service_in_the_quickstart_must_run_in_the_background() {
-    let block = ["B=./target/release/backstop", "$B serve"];
+    let block = ["B=./target/debug/backstop", "$B serve"];
     script(&block, 5, Path::new("/bin/backstop"), "README.md");
 }
 
@@ -527,4 +526,81 @@ fn seed_references_tell_reference_material_from_a_random_seed() {
     ] {
         assert!(!seed_references(refused).is_empty(), "{refused}");
     }
+}
+
+/// The `sh` block after the README's paragraph that starts with `lead`, as its lines.
+fn block_after<'a>(readme: &'a str, lead: &str) -> Vec<&'a str> {
+    let lines: Vec<&str> = readme.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with(lead))
+        .unwrap_or_else(|| panic!("README.md has a paragraph starting `{lead}`"));
+    let open = (at..lines.len())
+        .find(|&i| lines[i].trim_end() == "```sh")
+        .unwrap_or_else(|| panic!("an ```sh block follows `{lead}`"));
+    let close = (open + 1..lines.len())
+        .find(|&i| lines[i].trim_end() == "```")
+        .expect("the block is closed");
+    lines[open + 1..close].to_vec()
+}
+
+/// README's run command, as written but for the port (any free one here, so a backstop already
+/// on 7600 cannot fail the test), in a fresh folder holding a copy of `packs/`: it serves the
+/// example packs, answers the README's `curl`, sends a browser at `/` to the page, and leaves
+/// nothing behind but its ledger. Its test command is the one `.ci/run` runs.
+#[test]
+fn the_readme_run_and_test_commands_work_as_written() {
+    let root = workspace_root();
+    let readme = fs::read_to_string(root.join("README.md")).expect("README.md is readable");
+    let run_block = block_after(&readme, "**Run it**");
+    assert_eq!(run_block, ["cargo run -p backstop -- serve"]);
+    let args: Vec<&str> = run_block[0]
+        .split_once(" -- serve")
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let tests_block = block_after(&readme, "**Run the tests:**");
+    assert_eq!(tests_block, ["cargo test --workspace"]);
+    let ci = fs::read_to_string(root.join(".ci/run")).expect(".ci/run is readable");
+    assert!(
+        ci.lines().any(|line| line.trim() == tests_block[0]),
+        ".ci/run runs the README's test command"
+    );
+
+    let dir = TempDir::new("readme-run");
+    copy_folder(&root.join("packs"), &dir.path().join("packs"));
+    let mut all = args.clone();
+    all.extend(["--listen", "127.0.0.1:0"]);
+    let mut server = crate::serve_cmd::Server::start(dir.path(), &all);
+    let curl = readme
+        .lines()
+        .find(|l| l.contains("curl -s localhost:7600/v1/classify -d '"))
+        .expect("the README's curl line");
+    let body = curl
+        .split("-d '")
+        .nth(1)
+        .and_then(|rest| rest.split('\'').next())
+        .expect("the curl's body");
+    let (status, answer) = crate::serve_cmd::post(
+        &server,
+        "/v1/classify",
+        None,
+        &serde_json::from_str(body).expect("the curl's body is JSON"),
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["class"], "rate_limited", "{answer}");
+    let jobs = crate::serve_cmd::ready_jobs(&server);
+    assert!(jobs.contains(&"vendor-risk".to_owned()), "{jobs:?}");
+    let (code, stderr) = server.stop();
+    assert_eq!(code, Some(0), "{stderr}");
+    let left: Vec<String> = fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name != "packs" && !name.starts_with("backstop.db"))
+        .collect();
+    assert!(left.is_empty(), "the run left {left:?}");
+    assert!(
+        dir.path().join("backstop.db").is_file(),
+        "its ledger is ./backstop.db"
+    );
 }
