@@ -1,5 +1,6 @@
 //! Accuracy of the built-in rules on a labeled JSONL file (the corpus format):
-//! `cargo run --release -p backstop-core --example corpus_eval -- FILE [--misses]`.
+//! `cargo run --release -p backstop-core --example corpus_eval -- FILE [--misses]`
+//! (each miss starts with its line number in FILE).
 // An example is a small program: it reads its argument and a file and prints, which the
 // library itself never does.
 #![allow(clippy::disallowed_methods, clippy::print_stdout)]
@@ -18,7 +19,11 @@ fn main() {
     let now = "2026-01-01T00:00:00Z".parse().unwrap();
     let mut families: BTreeMap<String, (usize, usize, usize)> = BTreeMap::new();
     let (mut false_retry, mut not_retryable) = (0, 0);
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+    for (number, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
         let entry: serde_json::Value = serde_json::from_str(line).expect("JSON lines");
         let want: Class = serde_json::from_value(entry["class"].clone()).expect("a class");
         let want_retry = entry["retryable"]
@@ -41,7 +46,8 @@ fn main() {
         if show && (got.class != want || got.retryable != want_retry) {
             let report = entry["report"].to_string();
             println!(
-                "[{family}] got {} ({:?}) want {}: {}",
+                "{}: [{family}] got {} ({:?}) want {}: {}",
+                number + 1,
                 got.class,
                 got.rule,
                 want,

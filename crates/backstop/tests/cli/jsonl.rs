@@ -121,7 +121,7 @@ fn a_long_stream_keeps_one_line_per_report_in_order() {
     run.expect_code(0);
     let out = run.json_lines();
     assert_eq!(out.len(), LINES);
-    let classes = ["transient", "invalid_input", "rate_limited", "auth"];
+    let classes = ["transient", "business", "rate_limited", "auth"];
     for (i, value) in out.iter().enumerate() {
         if i % 997 == 7 {
             assert_eq!(value["line"], i + 1, "{value}");

@@ -121,6 +121,15 @@ impl Recovery {
     }
 }
 
+/// "an" before a class name that starts with a vowel ("an auth failure"), "a" otherwise.
+fn article_for(class: Class) -> &'static str {
+    if class.to_string().starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    }
+}
+
 /// A failure of `class` with the class's defaults and no evidence: what a peek asks about.
 fn of_class(class: Class) -> Classification {
     Classification {
@@ -130,6 +139,6 @@ fn of_class(class: Class) -> Classification {
         rule: None,
         evidence: Vec::new(),
         retry_after_ms: None,
-        reason: format!("a {class} failure"),
+        reason: format!("{} {class} failure", article_for(class)),
     }
 }
