@@ -92,6 +92,21 @@ async def run(session: ClientSession) -> None:
     assert denied.structured_content["action"] == "stop"
     assert text_of(denied)[0].startswith("stop: policy denial"), text_of(denied)
 
+    # A charge whose answer was lost may have gone through: never resent, checked first.
+    lost = await session.call_tool(
+        "next_step",
+        {
+            "task": f"{task}-charge",
+            "report": {"exception": "ReadTimeout", "operation": "POST /v1/charges"},
+            "context": {"tool": "payments"},
+        },
+    )
+    assert not lost.is_error, text_of(lost)
+    assert lost.structured_content["action"] == "reconcile"
+    assert text_of(lost)[0].startswith("the outcome is unknown: do not call it again"), text_of(
+        lost
+    )
+
     outcome = await session.call_tool(
         "report_outcome", {"tool": "search", "outcome": "success", "task": task}
     )

@@ -87,6 +87,7 @@ DECORATOR: List[Tuple[str, Dict[str, Any], Any]] = [
     ("local_only", {}, backstop.LocalOnly),
     ("increase_budget", {}, backstop.IncreaseBudget),
     ("compensate", {}, backstop.Compensate),
+    ("reconcile", {}, backstop.Reconcile),
     ("skip_and_log", {}, backstop.SkipAndLog),
     ("stop", {}, backstop.Stop),
     ("escalate", {"escalation": {"to": "on call", "why": "spent"}}, backstop.Escalate),

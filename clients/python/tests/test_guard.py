@@ -422,3 +422,58 @@ def _async(fn: Any) -> Any:
         return fn(*args, **kwargs)
 
     return call
+
+
+# --- calls that may have taken effect ---------------------------------------------------------
+
+
+def read_timeout(method: str, headers: Dict[str, str] | None = None) -> httpx.ReadTimeout:
+    """The error httpx raises when the answer to a sent request never came."""
+    request = httpx.Request(method, "https://pay.example.com/v1/charges", headers=headers or {})
+    return httpx.ReadTimeout("The read operation timed out", request=request)
+
+
+def test_a_post_whose_answer_was_lost_is_never_sent_again(
+    server: Server, task: str, tool: str, sleeps: Sleeps
+) -> None:
+    charge = Script([read_timeout("POST")], result={"id": "ch_1"})
+    with Backstop(server.url, sleep=sleeps) as bs:
+        guarded = bs.guard(task, tool)(charge)
+        with pytest.raises(backstop.Reconcile) as caught:
+            guarded(amount=500)
+
+    # The tool ran once: the guard did not resend a charge that may have gone through.
+    assert len(charge.calls) == 1
+    assert sleeps.delays == []
+    step = caught.value.step
+    assert step.action is Action.RECONCILE and step.class_ == "transient"
+    assert caught.value.report["idempotent"] is False
+    assert "check whether it took effect" in step.hint
+    assert "not idempotent" in step.reason
+
+
+def test_a_post_under_an_idempotency_key_is_resent_with_that_key(
+    server: Server, task: str, tool: str, sleeps: Sleeps
+) -> None:
+    seen = Steps()
+    charge = Script(
+        [read_timeout("POST", {"Idempotency-Key": "order-7-charge"})], result={"id": "ch_1"}
+    )
+    with Backstop(server.url, sleep=sleeps) as bs:
+        guarded = bs.guard(task, tool, on_step=seen)(charge)
+        assert guarded(amount=500) == {"id": "ch_1"}
+
+    assert len(charge.calls) == 2
+    assert seen.actions == [Action.RETRY_SAME]
+    assert "same idempotency key (`order-7-charge`)" in seen.steps[0].hint
+
+
+def test_a_get_whose_answer_was_lost_is_resent(
+    server: Server, task: str, tool: str, sleeps: Sleeps
+) -> None:
+    seen = Steps()
+    lookup = Script([read_timeout("GET")], result={"id": "ch_1"})
+    with Backstop(server.url, sleep=sleeps) as bs:
+        assert bs.guard(task, tool, on_step=seen)(lookup)() == {"id": "ch_1"}
+    assert seen.actions == [Action.RETRY_SAME]
+    assert len(lookup.calls) == 2

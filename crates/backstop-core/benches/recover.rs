@@ -39,8 +39,7 @@ fn bench(c: &mut Criterion) {
         .map(|t| Context {
             tool: Some((*t).to_owned()),
             operation: Some("call".into()),
-            error: None,
-            request: None,
+            ..Context::default()
         })
         .collect();
     let mut recovery = Recovery::new(StrategyTable::builtin(), RecoveryOptions { seed: 7 });

@@ -92,6 +92,14 @@ pub struct Report {
         deserialize_with = "whole"
     )]
     pub elapsed_ms: Option<u64>,
+    /// Whether sending the call again cannot do its effect twice. Unsaid, backstop infers it
+    /// from the idempotency key, the tool's setting and the operation's HTTP method.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent: Option<bool>,
+    /// The idempotency key the call was sent with, when the server deduplicates on one: a
+    /// resend under the same key cannot do the effect twice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
 }
 
 /// How many of a call's side effects happened out of how many it meant to do.
@@ -299,6 +307,7 @@ impl Report {
             ("operation", &self.operation, MAX_LOCATOR_CHARS),
             ("exception", &self.exception, MAX_ID_CHARS),
             ("error_code", &self.error_code, MAX_ID_CHARS),
+            ("idempotency_key", &self.idempotency_key, MAX_ID_CHARS),
         ];
         for (path, value, max) in fields {
             if let Some(text) = value {
@@ -333,6 +342,7 @@ impl Report {
             &mut self.sqlstate,
             &mut self.exception,
             &mut self.error_code,
+            &mut self.idempotency_key,
         ] {
             *field = field
                 .take()

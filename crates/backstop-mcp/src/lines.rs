@@ -47,6 +47,9 @@ pub fn step(body: &Value) -> Option<String> {
             }
         }
         Action::FixInput => format!("fix the input, then retry: {hint}"),
+        Action::Reconcile => format!(
+            "the outcome is unknown: do not call it again until you have checked whether it took effect: {hint}"
+        ),
         Action::ChangeApproach | Action::BroadenQuery | Action::ReduceScope => {
             format!("change approach ({}): {hint}", step.action.as_str())
         }

@@ -65,7 +65,9 @@ pub fn list(document: &Value, jobs: &[JobEntry]) -> Vec<Tool> {
             "next_step",
             "A tool call failed: send the task it belongs to, the failure report and the tool \
              (context.tool); get the next step — retry (when), fix the input, change approach, \
-             fall back, stop, or escalate to a named person. Counts one attempt against the task. \
+             fall back, stop, reconcile, or escalate to a named person. Counts one attempt \
+             against the task. Say the operation (`POST /v1/charges`) or `idempotent`, and the \
+             `idempotency_key` you sent, so a call that may have taken effect is never resent. \
              Follow the step; never retry a policy denial or work around it with another tool.",
             body("/v1/recover"),
         )

@@ -351,6 +351,8 @@ fn report_from_flags(args: &ReportArgs, issues: &mut Vec<Issue>) -> Option<Repor
         exception: args.exception.clone(),
         error_code: args.error_code.clone(),
         message: args.message.clone(),
+        idempotent: args.idempotent,
+        idempotency_key: args.idempotency_key.clone(),
         ..Report::default()
     };
     let flag_issues_from = issues.len();
@@ -463,8 +465,9 @@ fn has_report_flags(args: &ReportArgs) -> bool {
         &args.elapsed_ms,
         &args.tool,
         &args.operation,
+        &args.idempotency_key,
     ];
-    !args.headers.is_empty() || texts.iter().any(|t| t.is_some())
+    !args.headers.is_empty() || args.idempotent.is_some() || texts.iter().any(|t| t.is_some())
 }
 
 /// The flag a report field comes from (`http_status` -> `--status`).

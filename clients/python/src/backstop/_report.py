@@ -107,6 +107,49 @@ def _headers_into(headers: Any, report: Dict[str, Any]) -> None:
         report["headers"] = collected
 
 
+_IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
+_NON_IDEMPOTENT_METHODS = frozenset({"POST", "PATCH"})
+
+
+def _request_of(exc: BaseException) -> Any:
+    """The HTTP request an httpx- or requests-like exception (or its response) was for."""
+    for holder in (exc, getattr(exc, "response", None)):
+        if holder is None:
+            continue
+        try:
+            request = getattr(holder, "request", None)
+        except Exception:  # httpx raises RuntimeError when an error was made without one
+            request = None
+        if request is not None and isinstance(getattr(request, "method", None), str):
+            return request
+    return None
+
+
+def _request_into(exc: BaseException, report: Dict[str, Any]) -> None:
+    """``idempotency_key`` and ``idempotent`` from the request the exception was for: its
+    ``Idempotency-Key`` header, and its method as RFC 9110 defines them (GET, HEAD, OPTIONS,
+    TRACE, PUT, DELETE are idempotent; POST and PATCH are not, unless sent under a key)."""
+    request = _request_of(exc)
+    if request is None:
+        return
+    headers = getattr(request, "headers", None)
+    key = None
+    if headers is not None:
+        try:
+            key = headers.get("Idempotency-Key")
+        except Exception:
+            key = None
+    if isinstance(key, bytes):
+        key = key.decode("utf-8", "replace")
+    if isinstance(key, str) and key.strip():
+        report["idempotency_key"] = key.strip()[:_ID_CHARS]
+    method = request.method.upper()
+    if method in _IDEMPOTENT_METHODS:
+        report["idempotent"] = True
+    elif method in _NON_IDEMPOTENT_METHODS:
+        report["idempotent"] = False
+
+
 def report_from_exception(
     exc: BaseException,
     *,
@@ -130,6 +173,10 @@ def report_from_exception(
     - ``sqlstate`` from ``exc.sqlstate`` / ``exc.pgcode`` (psycopg), ``grpc_code`` from a
       callable ``exc.code()`` whose result has a ``name`` (grpc), ``error_code`` from a string
       ``exc.code`` (OpenAI SDK errors);
+    - ``idempotent`` from the request's method (httpx, requests: POST and PATCH are not;
+      GET, HEAD, OPTIONS, TRACE, PUT and DELETE are) and ``idempotency_key`` from its
+      ``Idempotency-Key`` header, so backstop never answers ``retry_same`` to a POST whose
+      answer was lost (the step is ``reconcile``); a ``describe`` callable may say otherwise;
     - ``tool``, ``operation`` and ``elapsed_ms`` as given.
     """
     report: Dict[str, Any] = {"exception": _type_name(exc)}
@@ -187,6 +234,7 @@ def report_from_exception(
     elif isinstance(code, str) and code.strip() and "error_code" not in report:
         report["error_code"] = code.strip()[:_ID_CHARS]
 
+    _request_into(exc, report)
     if tool:
         report["tool"] = tool
     if operation:

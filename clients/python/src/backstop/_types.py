@@ -55,6 +55,9 @@ class Action(str, Enum):
     """Ask for a larger budget."""
     COMPENSATE = "compensate"
     """Undo or finish what a partial call left: resend only the failed part."""
+    RECONCILE = "reconcile"
+    """The call may have taken effect and is not safe to send again: check whether it did
+    (``step.hint`` says how), and send it again only if it did not, under an idempotency key."""
     SKIP_AND_LOG = "skip_and_log"
     """Skip this step and record why."""
     STOP = "stop"

@@ -21,6 +21,7 @@ __all__ = [
     "CaseInReview",
     "ChangeApproach",
     "Compensate",
+    "Reconcile",
     "Conflict",
     "Deferred",
     "Escalate",
@@ -358,6 +359,12 @@ class Compensate(ActionRequired):
     """``compensate``: a partial call; resend only the part that failed, never the whole."""
 
 
+class Reconcile(ActionRequired):
+    """``reconcile``: the call may have taken effect (its answer was lost after it was sent)
+    and it is not idempotent, so the guard never resends it. Check whether it happened (the
+    hint says how); send it again only if it did not, under the same idempotency key."""
+
+
 class SkipAndLog(ActionRequired):
     """``skip_and_log``: skip this step and record why (:attr:`reason`)."""
 
@@ -374,6 +381,7 @@ SIGNAL_FOR_ACTION: Dict[Action, Type[GuardSignal]] = {
     Action.LOCAL_ONLY: LocalOnly,
     Action.INCREASE_BUDGET: IncreaseBudget,
     Action.COMPENSATE: Compensate,
+    Action.RECONCILE: Reconcile,
     Action.SKIP_AND_LOG: SkipAndLog,
     Action.STOP: Stop,
     Action.ESCALATE: Escalate,

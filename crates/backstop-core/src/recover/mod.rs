@@ -6,6 +6,7 @@
 //! | `backoff` | delays: exponential, jittered, capped, never below a server's hint |
 //! | `breaker` | a circuit breaker per tool |
 //! | `budget` | a retry budget per tool |
+//! | `idempotency` | whether a resend could do a call's effect twice |
 //! | `recovery` | per-task counters, turned into the next step; the rows a ledger keeps |
 //! | `journal` | the call journal's events and the call state they build, in journal order |
 //! | `replay` | a recorded trace of call outcomes replayed through the policy, with totals |
@@ -13,6 +14,7 @@
 pub mod backoff;
 pub mod breaker;
 pub mod budget;
+pub mod idempotency;
 pub mod journal;
 pub mod recovery;
 pub mod replay;

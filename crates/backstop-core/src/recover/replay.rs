@@ -223,12 +223,14 @@ pub fn replay(
             (Outcome::Failure, Some(report)) => {
                 totals.failures += 1;
                 let c = classify(rules, report, event.at);
-                let ctx = Context {
-                    tool: Some(event.tool.clone()),
-                    operation: event.operation.clone(),
-                    error: Some(report.summary()),
-                    request: None,
-                };
+                let ctx = Context::for_report(
+                    Context {
+                        tool: Some(event.tool.clone()),
+                        operation: event.operation.clone(),
+                        ..Context::default()
+                    },
+                    report,
+                );
                 let step = recovery.next(&event.task, &c, &ctx, event.at);
                 count(&mut totals, &step);
                 allowances.insert(key, allowance(&step, event.at));

@@ -2,7 +2,9 @@
 //!
 //! - `steps`: the step sequence of each class, hints, grants, breakers and budgets
 //! - `properties`: limits, the LRU bound, policy denials, determinism, delays and hints
+//! - `idempotency`: a resend that could do a call's effect twice is held back
 
+mod idempotency;
 mod properties;
 mod steps;
 

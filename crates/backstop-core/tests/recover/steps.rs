@@ -303,7 +303,7 @@ fn hints_are_filled_from_the_context() {
         tool: Some("web_search".into()),
         operation: Some("search news".into()),
         error: Some("HTTP 503".into()),
-        request: None,
+        ..Context::default()
     };
     let step = h.next("t", &failure(r#"{"http_status": 503}"#), &ctx, t(0));
     assert!(

@@ -96,13 +96,7 @@ pub async fn recover(
     let Some(report) = report.filter(|_| issues.is_empty()) else {
         return Err(ApiError::malformed(issues));
     };
-    let given = body.context.unwrap_or_default();
-    let context = Context {
-        tool: given.tool.or_else(|| report.tool.clone()),
-        operation: given.operation.or_else(|| report.operation.clone()),
-        error: given.error.or_else(|| Some(report.summary())),
-        request: given.request,
-    };
+    let context = Context::for_report(body.context.unwrap_or_default(), &report);
     if let Some(tool) = context.tool.as_deref() {
         check_name(tool, "report.tool", &mut issues);
         if !issues.is_empty() {
@@ -425,6 +419,9 @@ fn check_context(context: &Context, issues: &mut Vec<Issue>) {
     }
     if let Some(error) = &context.error {
         check_length(error, "context.error", MAX_NOTE_CHARS, issues);
+    }
+    if let Some(key) = &context.idempotency_key {
+        check_name(key, "context.idempotency_key", issues);
     }
 }
 

@@ -227,3 +227,81 @@ fn a_task_success_resets_its_counters_survives_a_restart_and_lifts_no_stop() {
         .json();
     assert_eq!(next["attempts"]["class_used"], 2, "{next}");
 }
+
+#[test]
+fn a_post_whose_answer_was_lost_is_reconciled_never_resent_and_a_restart_agrees() {
+    let server = start();
+    let lost = json!({"task": "charge-1", "report": {
+        "tool": "payments", "operation": "POST /v1/charges", "exception": "httpx.ReadTimeout"}});
+    let first = server.post("/v1/recover", Some(AGENT_A), &lost);
+    assert_eq!(first.status, 200, "{}", first.text);
+    let first = first.json();
+    assert_eq!(first["action"], "reconcile", "{first}");
+    assert_eq!(first["delay_ms"], 0);
+    assert!(
+        first["reason"]
+            .as_str()
+            .unwrap()
+            .contains("POST is not idempotent"),
+        "{first}"
+    );
+    // The same timeout on a read is resent.
+    let read = json!({"task": "charge-2", "report": {
+        "tool": "payments", "operation": "GET /v1/charges/ch_1", "exception": "httpx.ReadTimeout"}});
+    assert_eq!(
+        server.post("/v1/recover", Some(AGENT_A), &read).json()["action"],
+        "retry_same"
+    );
+    // Under the key it was sent with, the charge is resent with that key.
+    let keyed = json!({"task": "charge-3", "report": {
+        "tool": "payments", "operation": "POST /v1/charges", "http_status": 502,
+        "idempotency_key": "order-7-charge"}});
+    let step = server.post("/v1/recover", Some(AGENT_A), &keyed).json();
+    assert_eq!(step["action"], "retry_same", "{step}");
+    assert!(
+        step["hint"].as_str().unwrap().contains("`order-7-charge`"),
+        "{step}"
+    );
+    // A second server on the ledger rebuilds the task from the journal: the next answer
+    // counts on from the first, and is still no resend.
+    let restarted = crate::support::start_beside(&server);
+    let second = restarted.post("/v1/recover", Some(AGENT_A), &lost).json();
+    assert_ne!(second["action"], "retry_same", "{second}");
+    assert_eq!(second["attempts"]["task_used"], 2, "{second}");
+}
+
+#[test]
+fn a_bad_idempotency_key_is_refused_with_its_path_and_counts_nothing() {
+    let server = start();
+    for (body, path) in [
+        (
+            json!({"task": "k1", "report": {"http_status": 502, "idempotency_key": "x".repeat(201)}}),
+            "report.idempotency_key",
+        ),
+        (
+            json!({"task": "k1", "report": {"http_status": 502}, "context": {"idempotency_key": "a\u{7}b"}}),
+            "context.idempotency_key",
+        ),
+        (
+            json!({"task": "k1", "report": {"http_status": 502, "idempotent": "yes"}}),
+            "report.idempotent",
+        ),
+    ] {
+        let refused = server.post("/v1/recover", Some(AGENT_A), &body);
+        assert_eq!(refused.status, 400, "{}", refused.text);
+        assert_eq!(
+            refused.json()["error"]["issues"][0]["path"],
+            path,
+            "{}",
+            refused.text
+        );
+    }
+    let fresh = server
+        .post(
+            "/v1/recover",
+            Some(AGENT_A),
+            &json!({"task": "k1", "report": {"http_status": 502}}),
+        )
+        .json();
+    assert_eq!(fresh["attempts"]["task_used"], 1, "{fresh}");
+}

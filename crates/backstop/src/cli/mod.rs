@@ -205,7 +205,8 @@ Examples:
 
 With no report flags, one JSON report is read from stdin (fields as the flags, in snake_case:
 http_status, headers, grpc_code, exit_code, signal, errno, sqlstate, exception, error_code,
-message, output, schema, side_effects, elapsed_ms, tool, operation). Output is human-readable on
+message, output, schema, side_effects, elapsed_ms, tool, operation, idempotent,
+idempotency_key). Output is human-readable on
 a terminal and JSON when piped or with --json. With --jsonl, each input line gets one output
 line: a classification, or {\"line\": N, \"error\": {...}} for a bad line; the stream goes on.
 
@@ -219,6 +220,12 @@ Examples:
   backstop hint --task t1 --status 503 --tool search
   echo '{\"http_status\": 429, \"headers\": {\"retry-after\": \"2\"}}' | backstop hint --task t1
   backstop hint --task t1 --jsonl < failures.jsonl
+  backstop hint --task t1 --exception ReadTimeout --operation 'POST /v1/charges'
+
+A call that may have taken effect (a timeout or a reset after it was sent, a 502 or 504) and is
+not idempotent (POST or PATCH with no --idempotency-key, --idempotent false, or a tool set
+`idempotent = false` in the strategies) is never answered retry_same: the step is reconcile
+(check whether it happened, then resend only under an idempotency key).
 
 Examples, counted on a ledger from run to run:
   backstop hint --db backstop.db --task t1 --status 503 --tool search
@@ -510,13 +517,21 @@ pub struct ReportArgs {
     /// The tool that was called.
     #[arg(long, value_name = "NAME")]
     pub tool: Option<String>,
-    /// The operation called on the tool.
+    /// The operation called on the tool; one that starts with an HTTP method (POST /v1/charges)
+    /// says whether the call is idempotent (GET, HEAD, PUT, DELETE are; POST, PATCH are not).
     #[arg(long, value_name = "NAME")]
     pub operation: Option<String>,
+    /// Whether sending the call again cannot do its effect twice (true or false); unsaid, the
+    /// key, the tool's setting and the operation's HTTP method decide.
+    #[arg(long, value_name = "BOOL")]
+    pub idempotent: Option<bool>,
+    /// The idempotency key the call was sent with: a resend must use the same one.
+    #[arg(long, value_name = "KEY")]
+    pub idempotency_key: Option<String>,
 }
 
 /// The flags that make up a report; `--jsonl` takes none of them.
-pub const REPORT_FLAGS: [&str; 16] = [
+pub const REPORT_FLAGS: [&str; 18] = [
     "status",
     "headers",
     "grpc_code",
@@ -533,6 +548,8 @@ pub const REPORT_FLAGS: [&str; 16] = [
     "elapsed_ms",
     "tool",
     "operation",
+    "idempotent",
+    "idempotency_key",
 ];
 
 /// How a command prints.

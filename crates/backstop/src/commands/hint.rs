@@ -97,15 +97,10 @@ pub fn run(
     Ok(EXIT_OK)
 }
 
-/// The context a report gives: its tool, operation and message, unless the line says more.
+/// The context a report gives (its tool, operation, message, idempotency), unless the line
+/// says more.
 fn context_of(report: &Report, given: Option<Context>) -> Context {
-    let given = given.unwrap_or_default();
-    Context {
-        tool: given.tool.or_else(|| report.tool.clone()),
-        operation: given.operation.or_else(|| report.operation.clone()),
-        error: given.error.or_else(|| Some(report.summary())),
-        request: given.request,
-    }
+    Context::for_report(given.unwrap_or_default(), report)
 }
 
 /// One step per line, counters carried from line to line.

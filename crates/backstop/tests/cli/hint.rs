@@ -1258,3 +1258,68 @@ fn hint_on_a_ledger_refuses_a_time_a_seed_and_a_bad_server_before_counting() {
         gone.stderr
     );
 }
+
+#[test]
+fn a_post_whose_answer_was_lost_is_reconciled_and_a_keyed_one_resent_under_its_key() {
+    let post = [
+        "--task",
+        "t1",
+        "--exception",
+        "ReadTimeout",
+        "--operation",
+        "POST /v1/charges",
+    ];
+    let step = step_of(&hint(&post));
+    assert_eq!(step["action"], "reconcile", "{step}");
+    let mut keyed = post.to_vec();
+    keyed.extend(["--idempotency-key", "order-7"]);
+    let step = step_of(&hint(&keyed));
+    assert_eq!(step["action"], "retry_same", "{step}");
+    assert!(
+        step["hint"].as_str().unwrap().contains("`order-7`"),
+        "{step}"
+    );
+    let mut said = post.to_vec();
+    said.extend(["--idempotent", "true"]);
+    assert_eq!(step_of(&hint(&said))["action"], "retry_same");
+    let step = step_of(&hint(&[
+        "--task",
+        "t1",
+        "--exception",
+        "ReadTimeout",
+        "--operation",
+        "GET /v1/charges/ch_1",
+    ]));
+    assert_eq!(step["action"], "retry_same", "{step}");
+    // A tool the strategies set not idempotent, with its way to check.
+    let dir = TempDir::new("hint-idempotency");
+    let file = dir.write(
+        "strategies.toml",
+        "[tools.phone]\nidempotent = false\nreconcile = \"list today's calls\"\n",
+    );
+    let step = step_of(&hint(&[
+        "--task",
+        "t1",
+        "--message",
+        "socket hang up",
+        "--tool",
+        "phone",
+        "--strategies",
+        arg(&file),
+    ]));
+    assert_eq!(step["action"], "reconcile", "{step}");
+    assert!(
+        step["hint"]
+            .as_str()
+            .unwrap()
+            .ends_with("To check: list today's calls"),
+        "{step}"
+    );
+}
+
+#[test]
+fn a_bad_idempotent_flag_is_refused() {
+    let run = hint(&["--task", "t1", "--status", "502", "--idempotent", "maybe"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("--idempotent"), "{run:#?}");
+}

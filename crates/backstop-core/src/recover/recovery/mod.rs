@@ -12,9 +12,11 @@ use serde::{Deserialize, Serialize};
 
 use super::breaker::{Breaker, BreakerState, BreakerView, counts_against_tool};
 use super::budget::{BudgetView, RetryBudget};
+use super::idempotency;
 use super::strategy::{Action, MAX_STRATEGIES, StrategyTable};
 use crate::class::{ALL_CLASSES, Class};
 use crate::classify::Classification;
+use crate::report::Report;
 
 mod durable;
 mod plan;
@@ -46,6 +48,41 @@ pub struct Context {
     /// After a policy denial, any request but `stop` or `escalate` is refused.
     #[serde(default)]
     pub request: Option<Action>,
+    /// Whether sending the call again cannot do its effect twice; unsaid, the report's
+    /// `idempotent`, the idempotency key, the tool's setting and the operation's HTTP method
+    /// decide.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent: Option<bool>,
+    /// The idempotency key the call was sent with (the report's, unless given here): a resend
+    /// under it cannot do the effect twice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+    /// Whether the call may have done its work before it failed; unsaid, read from the report
+    /// (a timeout or a reset after sending may have; a 4xx, a 503 or a refused connection did
+    /// not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub may_have_taken_effect: Option<bool>,
+}
+
+impl Context {
+    /// The context of a failed call: what the caller gave, and what it left unsaid taken from
+    /// the report (tool, operation, the error's summary, idempotency, whether it may have taken
+    /// effect).
+    pub fn for_report(given: Context, report: &Report) -> Context {
+        Context {
+            tool: given.tool.or_else(|| report.tool.clone()),
+            operation: given.operation.or_else(|| report.operation.clone()),
+            error: given.error.or_else(|| Some(report.summary())),
+            request: given.request,
+            idempotent: given.idempotent.or(report.idempotent),
+            idempotency_key: given
+                .idempotency_key
+                .or_else(|| idempotency::key_of(report).map(str::to_owned)),
+            may_have_taken_effect: given
+                .may_have_taken_effect
+                .or_else(|| Some(idempotency::may_have_taken_effect(report))),
+        }
+    }
 }
 
 /// The next step for an agent.

@@ -10,6 +10,7 @@ use crate::class::Class;
 use crate::classify::Classification;
 use crate::recover::backoff::{self, Jitter};
 use crate::recover::breaker::Admission;
+use crate::recover::idempotency::{self, Resend};
 use crate::recover::strategy::{
     Action, LongWait, StrategyTable, Template, human_ms, write_human_ms,
 };
@@ -23,6 +24,7 @@ struct BuiltinHints {
     park: Template,
     too_long: Template,
     spent: Template,
+    reconcile: Template,
 }
 
 static HINTS: LazyLock<BuiltinHints> = LazyLock::new(|| BuiltinHints {
@@ -46,6 +48,9 @@ static HINTS: LazyLock<BuiltinHints> = LazyLock::new(|| BuiltinHints {
     ),
     spent: Template::parse(
         "Every way backstop knows to recover from this {class} failure of {tool} is spent; hand the task to a person.",
+    ),
+    reconcile: Template::parse(
+        "{tool} may have done {operation} before this failure ({error}), and sending it again could do it twice. Do not call it again yet: first check whether it took effect, and send it again only if it did not, under an idempotency key.",
     ),
 });
 
@@ -540,6 +545,100 @@ impl<'a> Planner<'a> {
         })
     }
 
+    /// How this call may be sent again, and why: its key, then its tool's setting (the
+    /// operator's word is not overridden by the caller's), what the call says of itself, its
+    /// HTTP method; a call nothing speaks for is taken as safe to resend.
+    fn resend(&self) -> (Resend<'a>, String) {
+        let ctx = self.inputs.ctx;
+        if let Some(key) = ctx.idempotency_key.as_deref() {
+            return (
+                Resend::UnderKey(key),
+                format!("it was sent under idempotency key `{key}`"),
+            );
+        }
+        let setting = ctx.tool.as_deref().and_then(|tool| {
+            let idempotent = self.inputs.table.calls.get(tool)?.idempotent?;
+            Some((
+                idempotent,
+                format!("the strategies set {tool} as not idempotent"),
+            ))
+        });
+        let method = || {
+            let operation = ctx.operation.as_deref()?;
+            let idempotent = idempotency::method_idempotent(operation)?;
+            let method = operation
+                .split_ascii_whitespace()
+                .next()
+                .unwrap_or_default();
+            Some((
+                idempotent,
+                format!(
+                    "{} is not idempotent (RFC 9110)",
+                    method.to_ascii_uppercase()
+                ),
+            ))
+        };
+        let said = ctx
+            .idempotent
+            .map(|idempotent| (idempotent, "the call says it is not idempotent".to_owned()));
+        match setting.or(said).or_else(method) {
+            Some((false, why)) => (Resend::Unsafe, why),
+            _ => (Resend::Safe, String::new()),
+        }
+    }
+
+    /// A resend of a call that may have taken effect and cannot safely be sent twice becomes
+    /// a `reconcile` (check first; it uses what the resend would have); a resend under the
+    /// call's idempotency key stays, and says to keep the key.
+    fn guard_resend(&self, mut draft: Draft) -> Draft {
+        let ctx = self.inputs.ctx;
+        if !draft.action.is_retry()
+            || idempotency::refused_before_acting(self.class)
+            || ctx.may_have_taken_effect == Some(false)
+        {
+            return draft;
+        }
+        match self.resend() {
+            (Resend::Safe, _) => draft,
+            (Resend::UnderKey(key), _) => {
+                draft
+                    .hint
+                    .push_str(" Send it again under the same idempotency key (`");
+                draft.hint.push_str(key);
+                draft
+                    .hint
+                    .push_str("`), never a new one: a new key could do it twice.");
+                draft
+            }
+            (Resend::Unsafe, why) => {
+                let mut hint = HINTS.reconcile.render(self.slots(0, 1, 1));
+                let check = ctx
+                    .tool
+                    .as_deref()
+                    .and_then(|tool| self.inputs.table.calls.get(tool)?.reconcile.as_deref());
+                if let Some(check) = check {
+                    hint.push_str(" To check: ");
+                    hint.push_str(check);
+                }
+                Draft {
+                    action: Action::Reconcile,
+                    hint,
+                    delay_ms: 0,
+                    defer_until: None,
+                    reason: format!(
+                        "{}; `{}` held back: the call may have taken effect and {why}, so reconcile before any resend",
+                        draft.reason,
+                        draft.action.as_str()
+                    ),
+                    situation: Some(format!(
+                        "The call may have taken effect before it failed, and {why}: sending it again could do it twice."
+                    )),
+                    ..draft
+                }
+            }
+        }
+    }
+
     /// Every strategy is spent (or skipped): a person decides.
     fn spent(&self, notes: &[String]) -> Draft {
         let strategies = self.inputs.table.strategies(self.class);
@@ -597,12 +696,14 @@ pub(super) fn plan(inputs: &Inputs<'_>, mut health: Option<&mut ToolHealth>, adm
         return Plan::nothing(planner.finish(draft, health.as_deref()));
     }
     if let Some((draft, grant)) = planner.granted() {
+        let draft = planner.guard_resend(draft);
+        let retries_tool = draft.action.is_retry();
         return Plan {
             step: planner.finish(draft, health.as_deref()),
             consumed: None,
             task_attempt: true,
             grant: Some(grant),
-            retries_tool: true,
+            retries_tool,
         };
     }
     let class = inputs.failure.class;
@@ -632,6 +733,7 @@ pub(super) fn plan(inputs: &Inputs<'_>, mut health: Option<&mut ToolHealth>, adm
         }
         return match planner.strategy_step(i, &notes) {
             Ok(draft) => {
+                let draft = planner.guard_resend(draft);
                 let consumed = draft.spend == Spend::Strategy;
                 let retries_tool = draft.action.is_retry();
                 Plan {

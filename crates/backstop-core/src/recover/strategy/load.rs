@@ -7,8 +7,8 @@ use jiff::SignedDuration;
 use serde::Deserialize;
 
 use super::{
-    Action, BackoffConfig, BackoffKind, GrantRule, Limits, LongWait, MAX_STRATEGIES, PLACEHOLDERS,
-    Strategy, StrategyTable, Template, forbidden,
+    Action, BackoffConfig, BackoffKind, CallSettings, GrantRule, Limits, LongWait, MAX_STRATEGIES,
+    PLACEHOLDERS, Strategy, StrategyTable, Template, forbidden,
 };
 use crate::class::{ALL_CLASSES, Class};
 use crate::classify::matcher::compile_regex;
@@ -39,6 +39,8 @@ pub(super) struct RawTable {
 pub(super) struct RawTool {
     #[serde(default)]
     fallbacks: Vec<String>,
+    idempotent: Option<bool>,
+    reconcile: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -280,6 +282,7 @@ pub(super) fn build(raw: RawTable) -> Result<StrategyTable, Vec<Issue>> {
             })
         })
         .collect();
+    let calls = call_settings(&raw.tools, &mut issues);
     let fallbacks = fallback_chains(raw.tools, &mut issues);
     let breaker = raw.breaker.unwrap_or_default();
     issues.extend(breaker.validate("breaker"));
@@ -292,12 +295,44 @@ pub(super) fn build(raw: RawTable) -> Result<StrategyTable, Vec<Issue>> {
             classes,
             grants,
             fallbacks,
+            calls,
             breaker,
             budget,
         })
     } else {
         Err(issues)
     }
+}
+
+/// What each tool says of resending its calls, checked: a reconcile hint is one line of
+/// 1 to 500 characters.
+fn call_settings(
+    tools: &BTreeMap<String, RawTool>,
+    issues: &mut Vec<Issue>,
+) -> BTreeMap<String, CallSettings> {
+    let mut settings = BTreeMap::new();
+    for (tool, raw) in tools {
+        if raw.idempotent.is_none() && raw.reconcile.is_none() {
+            continue;
+        }
+        if let Some(hint) = &raw.reconcile
+            && (hint.trim().is_empty() || hint.chars().count() > 500 || hint.contains('\n'))
+        {
+            issues.push(Issue::new(
+                join_path(&join_path("tools", tool), "reconcile"),
+                "bad_hint",
+                "a reconcile hint is one line of 1 to 500 characters saying how to check whether the call took effect",
+            ));
+        }
+        settings.insert(
+            tool.clone(),
+            CallSettings {
+                idempotent: raw.idempotent,
+                reconcile: raw.reconcile.clone(),
+            },
+        );
+    }
+    settings
 }
 
 /// Each tool's fallback chain, checked: names given, none twice, never the tool itself.

@@ -64,6 +64,9 @@ pub enum Action {
     IncreaseBudget,
     /// Undo or finish what a partial call left: resend only the failed part.
     Compensate,
+    /// The call may have taken effect and is not safe to send again: check whether it did
+    /// (the hint says how), and send it again only if it did not, under an idempotency key.
+    Reconcile,
     /// Skip this step and record why.
     SkipAndLog,
     /// Stop and report.
@@ -87,6 +90,7 @@ impl Action {
             Action::LocalOnly => "local_only",
             Action::IncreaseBudget => "increase_budget",
             Action::Compensate => "compensate",
+            Action::Reconcile => "reconcile",
             Action::SkipAndLog => "skip_and_log",
             Action::Stop => "stop",
             Action::Escalate => "escalate",
@@ -119,6 +123,7 @@ impl Action {
                 | Action::BroadenQuery
                 | Action::ReduceScope
                 | Action::Compensate
+                | Action::Reconcile
         )
     }
 
@@ -230,10 +235,23 @@ pub struct StrategyTable {
     /// Per tool, the ordered, finite chain of tools a `fallback_tool` step may name
     /// (`[tools.search] fallbacks = ["search-b", "search-c"]`).
     pub fallbacks: BTreeMap<String, Vec<String>>,
+    /// Per tool, what its calls say of resending them (`[tools.payments] idempotent = false,
+    /// reconcile = "..."`); a tool not named here is judged by its operation's HTTP method.
+    pub calls: BTreeMap<String, CallSettings>,
     /// Each tool's circuit breaker.
     pub breaker: BreakerConfig,
     /// Each tool's retry budget.
     pub budget: BudgetConfig,
+}
+
+/// What a tool's settings say of resending its calls.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallSettings {
+    /// Whether sending a call to it again cannot do its effect twice; `None` leaves it to the
+    /// call (its key, its HTTP method).
+    pub idempotent: Option<bool>,
+    /// How to check whether a call to it took effect, for a `reconcile` step's hint.
+    pub reconcile: Option<String>,
 }
 
 impl StrategyTable {
