@@ -355,9 +355,17 @@ impl Report {
         self
     }
 
-    /// A short account of the failure for hints: the message's first line, else the most
+    /// A short account of the failure for hints: which items of a batch went through and
+    /// which failed (the ones not to send again), else the message's first line, else the most
     /// specific code the report has (`HTTP 503`, `ECONNRESET`, ...).
     pub fn summary(&self) -> String {
+        if let Some(outline) = self
+            .output
+            .as_ref()
+            .and_then(crate::classify::extract::batch_outline)
+        {
+            return outline;
+        }
         if let Some(message) = &self.message {
             let line = message
                 .lines()
@@ -381,9 +389,13 @@ impl Report {
             self.exit_code.map(|c| format!("exit status {c}")),
             self.side_effects
                 .map(|e| format!("{} of {} side effects done", e.done, e.total)),
-            self.output
-                .as_ref()
-                .map(|_| "output that fails its schema".to_owned()),
+            self.output.as_ref().map(|_| {
+                if self.schema.is_some() {
+                    "output that fails its schema".to_owned()
+                } else {
+                    "the tool's output".to_owned()
+                }
+            }),
         ];
         codes
             .into_iter()

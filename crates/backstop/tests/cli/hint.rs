@@ -1323,3 +1323,20 @@ fn a_bad_idempotent_flag_is_refused() {
     run.expect_code(2);
     assert!(run.stderr.contains("--idempotent"), "{run:#?}");
 }
+
+#[test]
+fn a_partial_batch_names_the_items_not_to_send_again() {
+    let batch = br#"{"tool": "search-index", "output": {"errors": true, "items": [
+        {"index": {"_id": "a", "status": 201}},
+        {"index": {"_id": "b", "status": 429, "error": {"type": "es_rejected_execution_exception"}}},
+        {"index": {"_id": "c", "status": 201}}]}}"#;
+    let step = step_of(&hint_stdin(&["--task", "t1"], batch));
+    assert_eq!(step["action"], "compensate", "{step}");
+    assert!(
+        step["hint"]
+            .as_str()
+            .unwrap()
+            .contains("2 of 3 items went through (a, c); failed: b"),
+        "{step}"
+    );
+}

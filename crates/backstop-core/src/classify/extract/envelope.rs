@@ -305,6 +305,73 @@ fn batch(object: &Object, from: Source, found: &mut Extracted) {
     }
 }
 
+/// Which items of a batch answer went through and which failed, for a person and an agent to
+/// read (`2 of 3 items went through (a, b); failed: c`): each named by its id where it has one,
+/// else by its place from 0; at most 10 of each named. `None` when the output holds no list
+/// of items with both outcomes.
+pub fn batch_outline(output: &Value) -> Option<String> {
+    let object = output.as_object()?;
+    let items = ITEM_KEYS
+        .iter()
+        .find_map(|k| object.get(*k).and_then(Value::as_array))?;
+    let mut done = Vec::new();
+    let mut failed = Vec::new();
+    for (place, item) in items.iter().enumerate() {
+        match item_failed(item) {
+            Some(true) => failed.push(item_name(item, place)),
+            Some(false) => done.push(item_name(item, place)),
+            None => {}
+        }
+    }
+    if done.is_empty() || failed.is_empty() {
+        return None;
+    }
+    let list = |names: &[String]| {
+        let shown: Vec<&str> = names.iter().take(10).map(String::as_str).collect();
+        let more = names.len().saturating_sub(10);
+        if more > 0 {
+            format!("{} and {more} more", shown.join(", "))
+        } else {
+            shown.join(", ")
+        }
+    };
+    Some(format!(
+        "{} of {} items went through ({}); failed: {}",
+        done.len(),
+        done.len() + failed.len(),
+        list(&done),
+        list(&failed)
+    ))
+}
+
+/// An item's id (`_id`, `id`, `MessageId`, ...; inside a bulk item's action too), else its
+/// place in the list.
+fn item_name(item: &Value, place: usize) -> String {
+    let Some(object) = item.as_object() else {
+        return place.to_string();
+    };
+    let inner = match object.values().next() {
+        Some(Value::Object(fields)) if object.len() == 1 => fields,
+        _ => object,
+    };
+    [
+        "_id",
+        "id",
+        "Id",
+        "MessageId",
+        "messageId",
+        "SequenceNumber",
+        "name",
+    ]
+    .iter()
+    .find_map(|k| match inner.get(*k)? {
+        Value::String(text) if !text.is_empty() && text.len() <= 80 => Some(text.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    })
+    .unwrap_or_else(|| place.to_string())
+}
+
 /// A list of items: partial when some failed and some went through; when every one failed,
 /// the first failure's code and message.
 fn items_outcome(items: &[Value], from: Source, found: &mut Extracted) {
@@ -756,6 +823,48 @@ mod tests {
             "error": {"code": -32601, "message": "Method not found"}}));
         assert_eq!(code(&found), Some("-32601"));
         assert_eq!(found.error_code.unwrap().by, "jsonrpc");
+    }
+
+    #[test]
+    fn a_batch_outline_names_the_items_that_went_through_and_those_that_failed() {
+        let kinesis = json!({"FailedRecordCount": 1, "Records": [
+            {"SequenceNumber": "4960", "ShardId": "s-0"}, {"ErrorCode": "InternalFailure"}]});
+        assert_eq!(
+            batch_outline(&kinesis).as_deref(),
+            Some("1 of 2 items went through (4960); failed: 1")
+        );
+        let bulk = json!({"errors": true, "items": [
+            {"index": {"_id": "a", "status": 201}},
+            {"index": {"_id": "b", "status": 429, "error": {"type": "es_rejected_execution_exception"}}},
+            {"index": {"_id": "c", "status": 201}}]});
+        assert_eq!(
+            batch_outline(&bulk).as_deref(),
+            Some("2 of 3 items went through (a, c); failed: b")
+        );
+        let many: Vec<Value> = (0..25)
+            .map(|i| {
+                if i == 3 {
+                    json!({"id": i, "error": "x"})
+                } else {
+                    json!({"id": i})
+                }
+            })
+            .collect();
+        let outline = batch_outline(&json!({"results": many})).unwrap();
+        assert!(
+            outline.starts_with("24 of 25 items went through (0, 1, 2, 4,"),
+            "{outline}"
+        );
+        assert!(outline.contains("and 14 more); failed: 3"), "{outline}");
+        // All failed, or all went through: no outline.
+        assert_eq!(
+            batch_outline(&json!({"items": [{"error": "x"}, {"error": "y"}]})),
+            None
+        );
+        assert_eq!(
+            batch_outline(&json!({"items": [{"id": 1}, {"id": 2}]})),
+            None
+        );
     }
 
     #[test]

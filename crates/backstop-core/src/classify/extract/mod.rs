@@ -36,6 +36,7 @@ use std::borrow::Cow;
 use super::capped;
 use crate::report::{GrpcCode, Report, SideEffectState};
 
+pub use self::envelope::batch_outline;
 pub use self::words::code_words;
 
 /// The report field an extractor read.
