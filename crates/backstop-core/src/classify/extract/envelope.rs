@@ -175,7 +175,7 @@ const DONE_KEYS: [&str; 16] = [
 ];
 
 /// Keys whose number or list counts the items that failed.
-const FAILED_KEYS: [&str; 14] = [
+const FAILED_KEYS: [&str; 15] = [
     "FailedPutCount",
     "FailedRecordCount",
     "FailedEntryCount",
@@ -189,6 +189,7 @@ const FAILED_KEYS: [&str; 14] = [
     "writeErrors",
     "UnprocessedItems",
     "UnprocessedKeys",
+    "insertErrors",
     "errors",
 ];
 
@@ -282,7 +283,8 @@ fn batch(object: &Object, from: Source, found: &mut Extracted) {
     let aws_count = ["FailedPutCount", "FailedRecordCount", "FailedEntryCount"]
         .iter()
         .any(|k| object.contains_key(*k));
-    let unprocessed = ["UnprocessedItems", "UnprocessedKeys"]
+    // BigQuery's insertAll lists only the rows that failed; the others went in.
+    let unprocessed = ["UnprocessedItems", "UnprocessedKeys", "insertErrors"]
         .iter()
         .any(|k| non_empty(object.get(*k)));
     if failed.is_some() && (done.is_some() || unprocessed) {

@@ -25,6 +25,7 @@
 mod command;
 mod envelope;
 mod exception_name;
+mod fields;
 mod needles;
 mod pyrepr;
 mod sdk;
@@ -135,6 +136,8 @@ pub const EXTRACTORS: &[ExtractorInfo] = &[
     command::INFO_CURL,
     command::INFO_KUBECTL,
     command::INFO_NPM,
+    fields::INFO_CODE,
+    fields::INFO_COUNTS,
     words::INFO,
 ];
 
@@ -172,6 +175,7 @@ impl Extracted {
         let needles = needles::Needles::of(text);
         sdk::read(text, needles, from, self);
         command::read(text, needles, from, self);
+        fields::read(text, needles, from, self);
         words::add_text_tokens(text, from, self);
     }
 

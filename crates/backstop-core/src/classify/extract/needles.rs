@@ -102,6 +102,18 @@ needles! {
     Busy = "Busy",
     Closed = "Closed",
     Overloaded = "Overloaded",
+    // A code written as a field in text (see `fields`).
+    CodeLower = "code",
+    CodeTitle = "Code",
+    CodeUpper = "CODE",
+    // Counts of sub-operations that failed (see `fields`).
+    FailedLower = "failed",
+    FailedUpper = "FAILED",
+    Ejected = "ejected",
+    Rrors = "rrors",
+    Rror = "rror",
+    Nprocessed = "nprocessed",
+    Ailure = "ailure",
 }
 
 impl Needle {
