@@ -238,6 +238,9 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Task(cli::TaskCommand::Reset(args)) => {
             commands::task::reset(&args, &mut out, &mut err)?
         }
+        Command::Calibrate(cli::CalibrateCommand::Calls(args)) => {
+            commands::calibrate_calls::run(&args, &mut out, &mut err)?
+        }
         Command::Simulate(cli::SimulateCommand::Backoff(args)) => {
             commands::simulate::backoff(&args, &mut out, &mut err)?
         }

@@ -6,6 +6,7 @@
 //! | `backoff` | delays: exponential, jittered, capped, never below a server's hint |
 //! | `breaker` | a circuit breaker per tool |
 //! | `budget` | a retry budget per tool |
+//! | `calibrate` | the journal read back: how often the k-th retry recovered, per tool and class |
 //! | `idempotency` | whether a resend could do a call's effect twice |
 //! | `recovery` | per-task counters, turned into the next step; the rows a ledger keeps |
 //! | `journal` | the call journal's events and the call state they build, in journal order |
@@ -14,6 +15,7 @@
 pub mod backoff;
 pub mod breaker;
 pub mod budget;
+pub mod calibrate;
 pub mod idempotency;
 pub mod journal;
 pub mod recovery;

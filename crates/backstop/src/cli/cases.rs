@@ -334,3 +334,43 @@ pub struct TaskArgs {
     #[command(flatten)]
     pub output: OutputArgs,
 }
+
+pub const CALIBRATE_CALLS_HELP: &str = "\
+Examples:
+  backstop calibrate calls --db ./backstop.db
+  backstop calibrate calls --db postgres://user@host/backstop --json
+
+Reads the ledger's call journal (what `backstop serve`, `hint --db` and the MCP server record)
+and prints, per tool and class, how often the k-th retry of a failed call recovered, and the
+limit and backoff the outcomes recommend. A task's failures of one tool and class, each within
+an hour of the one before, are one episode: its first failure is the call, each later one a
+retry that failed, and a success of the task reported to POST /v1/outcomes (with `task`) is the
+retry that recovered. Another tool or class, a reset or an hour's gap ends an episode with no
+recovery; an episode's last retry that nothing followed is not counted. A recommendation needs
+30 failures of the tool and class and 5 first retries: max_attempts is how many retries in a
+row recovered at least 10% of the times they were tried (0: do not retry this class on this
+tool), the backoff base and cap the median and 90th percentile of the waits before a retry
+that recovered. Nothing is written.
+
+Exit codes:
+  0  the table was printed (with a recommendation or the reason for none, per tool and class)
+  1  the ledger could not be opened or read
+  2  bad flags, or no ledger at --db (never created here)";
+
+/// `backstop calibrate ...`.
+#[derive(Debug, Subcommand)]
+pub enum CalibrateCommand {
+    /// From the call journal: per tool and class, how often the k-th retry recovered, and the
+    /// retry limit and backoff it recommends.
+    #[command(after_help = CALIBRATE_CALLS_HELP)]
+    Calls(CalibrateCallsArgs),
+}
+
+/// `backstop calibrate calls`.
+#[derive(Debug, Args)]
+pub struct CalibrateCallsArgs {
+    #[command(flatten)]
+    pub db: LedgerArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}

@@ -11,8 +11,9 @@ mod service;
 mod suppress;
 
 pub use cases::{
-    CasesCommand, CasesShowArgs, DecideArgs, LedgerArgs, PurgeArgs, ReviewCommand, ReviewListArgs,
-    ReviewResolveArgs, ReviewShowArgs, ReviewStatus, TaskArgs, TaskCommand,
+    CalibrateCallsArgs, CalibrateCommand, CasesCommand, CasesShowArgs, DecideArgs, LedgerArgs,
+    PurgeArgs, ReviewCommand, ReviewListArgs, ReviewResolveArgs, ReviewShowArgs, ReviewStatus,
+    TaskArgs, TaskCommand,
 };
 use cases::{DECIDE_HELP, PURGE_HELP};
 use effects::{DEMO_HELP, DISPATCH_HELP, KEY_HELP, RECONCILE_HELP};
@@ -131,6 +132,9 @@ pub enum Command {
     /// A task's call-level state on the ledger: show it, or reset it.
     #[command(subcommand, after_help = GROUP_EXIT_CODES)]
     Task(TaskCommand),
+    /// Learn from the ledger's outcomes: how often each retry recovered, per tool and class.
+    #[command(subcommand, after_help = GROUP_EXIT_CODES)]
+    Calibrate(CalibrateCommand),
     /// The suppression list (contacts that asked not to be contacted): list it, or lift an
     /// entry as an operator, with who, when and why kept.
     #[command(subcommand, after_help = GROUP_EXIT_CODES)]

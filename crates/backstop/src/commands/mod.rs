@@ -1,6 +1,7 @@
 //! One module per command; each writes to the writers it is given and returns an exit code.
 
 pub mod calibrate;
+pub mod calibrate_calls;
 pub mod cases;
 pub mod check;
 pub mod classify;

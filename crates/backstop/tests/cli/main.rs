@@ -38,6 +38,7 @@
 //!
 //! Snapshots are in `snapshots/`; accept new ones with `INSTA_UPDATE=always` and read them.
 
+mod calibrate_cmd;
 mod cases_cmd;
 mod classify;
 mod docs_cmd;
