@@ -113,9 +113,29 @@ async def run(session: ClientSession) -> None:
     assert not outcome.is_error, text_of(outcome)
     assert text_of(outcome)[0].startswith("recorded")
 
+    # A task that spends every attempt on one tool and operation: the caller's next task is
+    # told, and so is the next brief.
+    spent_report = {"http_status": 503, "tool": f"flaky-{task}", "operation": "GET /items"}
+    for _ in range(10):
+        spent = await session.call_tool(
+            "next_step", {"task": f"{task}-spent", "report": spent_report}
+        )
+        if spent.structured_content["action"] == "escalate":
+            break
+    assert spent.structured_content["action"] == "escalate", spent.structured_content
+    warned = await session.call_tool(
+        "next_step", {"task": f"{task}-after", "report": spent_report}
+    )
+    assert warned.structured_content["action"] == "change_approach", warned.structured_content
+    assert warned.structured_content["failed_approach"]["tool"] == f"flaky-{task}"
+    assert "This approach failed before" in text_of(warned)[0], text_of(warned)
+
     brief_call = await session.call_tool("job_brief", {"job": "vendor-risk"})
     assert not brief_call.is_error
     assert brief_call.structured_content["title"]
+    tools_avoided = [a["tool"] for a in brief_call.structured_content["failed_approaches"]]
+    assert f"flaky-{task}" in tools_avoided, brief_call.structured_content
+    assert "failed approach(es) of yours to avoid" in text_of(brief_call)[0], text_of(brief_call)
 
     case_id = f"{uuid.uuid4().hex[:8]}.com"
     decided = await session.call_tool(

@@ -477,3 +477,39 @@ def test_a_get_whose_answer_was_lost_is_resent(
         assert bs.guard(task, tool, on_step=seen)(lookup)() == {"id": "ch_1"}
     assert seen.actions == [Action.RETRY_SAME]
     assert len(lookup.calls) == 2
+
+
+# --- failed approaches --------------------------------------------------------------------------
+
+
+def test_a_spent_approach_is_told_to_the_callers_next_task(
+    server: Server, task: str, tool: str, sleeps: Sleeps
+) -> None:
+    failing = Always(lambda: http_error(503, "upstream overloaded", {"content-type": "text/plain"}))
+    with Backstop(server.url, sleep=sleeps) as bs:
+        # Retries, then a fallback (none given: raised), then a person: every attempt spent.
+        for _ in range(10):
+            try:
+                bs.guard(task, tool, operation="GET /v1/search")(failing)()
+            except backstop.FallbackTool:
+                continue
+            except backstop.Escalate:
+                break
+        else:
+            raise AssertionError("the task never escalated")
+        # The service is shared with other tests of the same caller: this tool's only.
+        approaches = [a for a in bs.failed_approaches() if a.tool == tool]
+        assert len(approaches) == 1
+        assert approaches[0].operation == "GET /v1/search"
+        assert approaches[0].class_ == "transient"
+
+        # The next task of the same caller does not resend: it changes approach first.
+        again = Always(lambda: http_error(503, "upstream overloaded", {"content-type": "text/plain"}))
+        with pytest.raises(backstop.ChangeApproach) as caught:
+            bs.guard(f"{task}-next", tool, operation="GET /v1/search")(again)()
+    assert again.calls == 1
+    step = caught.value.step
+    assert step.failed_approach is not None
+    assert step.failed_approach.tool == tool
+    assert step.failed_approach.failures == failing.calls
+    assert step.hint.startswith("This approach failed before")

@@ -10,6 +10,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
+use std::fmt::Write as _;
 
 use crate::backend::{ApiAnswer, ApiRequest, Backend};
 use crate::lines;
@@ -122,6 +123,51 @@ fn line(answer: Answer, body: &Value) -> String {
     found.unwrap_or_else(|| "done".to_owned())
 }
 
+impl<B: Backend> BackstopMcp<B> {
+    /// A brief starts a task: the caller's failed approaches (`GET /v1/approaches`) go with it,
+    /// so the task does not begin with what its caller's earlier tasks spent every attempt on.
+    /// A brief is still given when they cannot be read.
+    async fn add_failed_approaches(
+        &self,
+        body: &mut Value,
+        line: &mut String,
+        context: &RequestContext<RoleServer>,
+    ) {
+        let Ok(answer) = self
+            .send(
+                crate::backend::ApiRequest::get("/v1/approaches".to_owned()),
+                context,
+            )
+            .await
+        else {
+            return;
+        };
+        let Some(approaches) = answer
+            .body
+            .get("approaches")
+            .and_then(Value::as_array)
+            .filter(|a| answer.status < 400 && !a.is_empty())
+            .cloned()
+        else {
+            return;
+        };
+        let summaries: Vec<&str> = approaches
+            .iter()
+            .filter_map(|a| a.get("summary").and_then(Value::as_str))
+            .take(3)
+            .collect();
+        let _ = write!(
+            line,
+            "; {} failed approach(es) of yours to avoid: {}",
+            approaches.len(),
+            summaries.join("; ")
+        );
+        if let Value::Object(fields) = body {
+            fields.insert("failed_approaches".to_owned(), Value::Array(approaches));
+        }
+    }
+}
+
 impl<B: Backend> ServerHandler for BackstopMcp<B> {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
@@ -192,7 +238,13 @@ impl<B: Backend> ServerHandler for BackstopMcp<B> {
                 true,
             )
         } else {
-            result(line(call.answer, &answer.body), answer.body, false)
+            let mut body = answer.body;
+            let mut line = line(call.answer, &body);
+            if call.answer == Answer::Brief {
+                self.add_failed_approaches(&mut body, &mut line, &context)
+                    .await;
+            }
+            result(line, body, false)
         };
         Ok(outcome.into())
     }

@@ -238,6 +238,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Task(cli::TaskCommand::Reset(args)) => {
             commands::task::reset(&args, &mut out, &mut err)?
         }
+        Command::Approaches(args) => commands::approaches::run(&args, &mut out, &mut err)?,
         Command::Calibrate(cli::CalibrateCommand::Calls(args)) => {
             commands::calibrate_calls::run(&args, &mut out, &mut err)?
         }

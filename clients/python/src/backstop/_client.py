@@ -22,7 +22,7 @@ from urllib.parse import quote
 import httpx
 
 from ._guard import AsyncGuard, Describe, Fallback, Guard, OnStep, _Spec
-from ._types import Classification, Step, ToolHealth
+from ._types import Classification, FailedApproach, Step, ToolHealth
 from .errors import BackstopError, Unreachable, error_from_response
 
 __all__ = ["AsyncBackstop", "Backstop", "DEFAULT_URL"]
@@ -47,6 +47,13 @@ def _job_list(body: Any) -> List[JSON]:
     if not isinstance(jobs, list):
         raise TypeError("`jobs` is not a list")
     return jobs
+
+
+def _approach_list(body: Any) -> List[FailedApproach]:
+    approaches = body["approaches"]
+    if not isinstance(approaches, list):
+        raise TypeError("`approaches` is not a list")
+    return [FailedApproach.from_json(a) for a in approaches]
 
 
 class _Base:
@@ -273,6 +280,14 @@ class Backstop(_Base):
         jobs: List[JSON] = self._parse(_job_list, body)
         return jobs
 
+    def failed_approaches(self) -> List[FailedApproach]:
+        """``GET /v1/approaches``: the tools and operations on which this caller's tasks spent
+        every attempt of a class (kept a day, or until the tool succeeds), the most recent
+        first. A new task should not start with one of them."""
+        body, _ = self._send("GET", "/v1/approaches")
+        approaches: List[FailedApproach] = self._parse(_approach_list, body)
+        return approaches
+
     def job_brief(self, job: str) -> JSON:
         """``GET /v1/jobs/{job}``: what the job asks (questions, related records, attempts,
         escalations), as JSON."""
@@ -427,6 +442,12 @@ class AsyncBackstop(_Base):
         body, _ = await self._send("GET", "/v1/jobs")
         jobs: List[JSON] = self._parse(_job_list, body)
         return jobs
+
+    async def failed_approaches(self) -> List[FailedApproach]:
+        """``GET /v1/approaches``; see :meth:`Backstop.failed_approaches`."""
+        body, _ = await self._send("GET", "/v1/approaches")
+        approaches: List[FailedApproach] = self._parse(_approach_list, body)
+        return approaches
 
     async def job_brief(self, job: str) -> JSON:
         """``GET /v1/jobs/{job}``; see :meth:`Backstop.job_brief`."""

@@ -97,6 +97,44 @@ class Issue:
 
 
 @dataclass(frozen=True)
+class FailedApproach:
+    """A tool and operation on which an earlier task of this caller spent every attempt of a
+    class (``step.failed_approach``, ``GET /v1/approaches``): change approach first."""
+
+    tool: str
+    operation: Optional[str]
+    class_: str
+    """The class whose attempts were spent."""
+    evidence: str
+    """What the last failure said."""
+    failures: int
+    tasks: int
+    first_at: str
+    last_at: str
+    expires_at: str
+    """When it is forgotten unless it fails again (or sooner, when the tool succeeds)."""
+    summary: str
+    """In words: what failed, how often, over how long."""
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> FailedApproach:
+        return cls(
+            tool=str(data.get("tool", "")),
+            operation=_opt_str(data, "operation"),
+            class_=str(data.get("class", "")),
+            evidence=str(data.get("evidence", "")),
+            failures=int(data.get("failures") or 0),
+            tasks=int(data.get("tasks") or 0),
+            first_at=str(data.get("first_at", "")),
+            last_at=str(data.get("last_at", "")),
+            expires_at=str(data.get("expires_at", "")),
+            summary=str(data.get("summary", "")),
+            raw=dict(data),
+        )
+
+
+@dataclass(frozen=True)
 class Escalation:
     """A hand-off to a person.
 
@@ -277,6 +315,9 @@ class Step:
     replayed: bool = False
     """True when the answer is the stored step of an earlier request with the same
     ``Idempotency-Key`` (nothing was counted this time)."""
+    failed_approach: Optional[FailedApproach] = None
+    """The approach an earlier task of this caller spent every attempt on (the same tool and
+    operation), given with this task's failure of it; a resend becomes ``change_approach``."""
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -289,6 +330,7 @@ class Step:
         breaker = data.get("breaker")
         budget = data.get("budget")
         escalation = data.get("escalation")
+        approach = data.get("failed_approach")
         return cls(
             class_=str(data["class"]),
             action=Action(data["action"]),
@@ -303,6 +345,7 @@ class Step:
             reason=str(data.get("reason", "")),
             explanation=str(data.get("explanation", "")),
             replayed=replayed,
+            failed_approach=None if approach is None else FailedApproach.from_json(approach),
             raw=dict(data),
         )
 

@@ -2,8 +2,10 @@
 //!
 //! - `steps`: the step sequence of each class, hints, grants, breakers and budgets
 //! - `properties`: limits, the LRU bound, policy denials, determinism, delays and hints
+//! - `approaches`: a spent approach remembered for its caller's next tasks
 //! - `idempotency`: a resend that could do a call's effect twice is held back
 
+mod approaches;
 mod idempotency;
 mod properties;
 mod steps;

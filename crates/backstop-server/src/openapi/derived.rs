@@ -7,7 +7,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
-    cases, classify, dispatches, health, jobs, recover, reviews, suppressions, tasks, webhooks,
+    approaches, cases, classify, dispatches, health, jobs, recover, reviews, suppressions, tasks,
+    webhooks,
 };
 
 /// The service's OpenAPI document.
@@ -22,6 +23,7 @@ use crate::routes::{
         recover::grants,
         tasks::show,
         tasks::reset,
+        approaches::list,
         jobs::list,
         jobs::show,
         cases::decide,

@@ -14,6 +14,7 @@ use crate::error::ApiError;
 use crate::limits::{content_length_limit, timeout};
 use crate::state::AppState;
 
+pub mod approaches;
 pub mod cases;
 pub mod classify;
 pub mod dispatches;
@@ -67,6 +68,7 @@ fn api_routes(state: Arc<AppState>) -> Router {
         .route("/v1/grants", post(recover::grants))
         .route("/v1/tasks/{task}", get(tasks::show))
         .route("/v1/tasks/{task}/reset", post(tasks::reset))
+        .route("/v1/approaches", get(approaches::list))
         .route("/v1/jobs", get(jobs::list))
         .route("/v1/jobs/{job}", get(jobs::show))
         .route("/v1/jobs/{job}/decisions", post(cases::decide))

@@ -1,8 +1,9 @@
-//! The fleet: tools' breakers and budgets, tasks a policy denial stopped, escalations per
-//! hour, and decisions per job.
+//! The fleet: tools' breakers and budgets, tasks a policy denial stopped, failed approaches,
+//! escalations per hour, and decisions per job.
 
 use std::collections::BTreeMap;
 
+use backstop_core::recover::recovery::CallerApproach;
 use backstop_store::AttemptCount;
 
 use crate::routes::recover::ToolView;
@@ -15,6 +16,8 @@ pub struct Fleet {
     pub tools: Vec<ToolView>,
     /// Stopped tasks: caller, task, the denial.
     pub stopped: Vec<(String, String, String)>,
+    /// Failed approaches every caller's tasks spent, the most recent first.
+    pub approaches: Vec<CallerApproach>,
     /// Review items opened in each of the last 24 hours (`2026-12-02T09`), oldest first, the
     /// quiet hours at 0.
     pub escalations_per_hour: BTreeMap<String, usize>,
@@ -80,6 +83,7 @@ pub fn view(fleet: &Fleet) -> Markup {
                 }
             }
         }
+        (approaches(&fleet.approaches))
         section {
             h2 { "Escalations per hour (last 24 hours)" }
             @if fleet.escalations_per_hour.values().all(|count| *count == 0) {
@@ -121,6 +125,35 @@ pub fn view(fleet: &Fleet) -> Markup {
 const BAR: usize = 16;
 const GAP: usize = 4;
 const BARS_HEIGHT: usize = 60;
+
+/// The failed approaches every caller's tasks spent, the most recent first.
+fn approaches(approaches: &[CallerApproach]) -> Markup {
+    html! {
+    section {
+        h2 { "Failed approaches" }
+        @if approaches.is_empty() {
+            p.muted { "No task has spent every attempt on a tool and operation in the last day." }
+        } @else {
+            table #approaches {
+                thead { tr { th { "Caller" } th { "Tool" } th { "Operation" } th { "Class" } th { "Failures (tasks)" } th { "Last failed" } th { "What failed" } } }
+                tbody {
+                    @for CallerApproach { caller, approach } in approaches {
+                        tr {
+                            td { (caller) }
+                            td { (approach.tool) }
+                            td { (approach.operation.as_deref().unwrap_or("—")) }
+                            td { (approach.class.as_str()) }
+                            td { (approach.failures) " (" (approach.tasks) ")" }
+                            td { (approach.last_at.to_string()) }
+                            td { (approach.evidence) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    }
+}
 
 /// The escalations per hour as a bar chart: SVG drawn here (no script, nothing fetched), a bar
 /// per hour, oldest left, each with its hour and count as its title; hours labelled every six.

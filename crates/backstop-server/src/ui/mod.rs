@@ -530,6 +530,7 @@ async fn fleet_page(State(state): State<Arc<AppState>>, headers: HeaderMap) -> R
                 (caller.to_owned(), task.to_owned(), why)
             })
             .collect();
+        fleet.approaches = recovery.failed_approaches(None, now);
     }
     let store = Arc::clone(&state.store);
     let read = blocking(move || {

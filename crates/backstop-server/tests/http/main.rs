@@ -5,6 +5,7 @@
 //! posts to a `receiver` of its own (a tiny HTTP server on port 0). `snapshots` keeps one
 //! answer of each route family and the whole `/openapi.json` as insta snapshots.
 
+mod approaches;
 mod auth;
 mod browser;
 mod busy;

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use crate::support::{AGENT_A, Answer, OPERATOR, Server, start, vendor};
 
 /// Every route the router serves.
-const ROUTES: [(&str, &str); 22] = [
+const ROUTES: [(&str, &str); 23] = [
     ("post", "/v1/classify"),
     ("post", "/v1/recover"),
     ("post", "/v1/outcomes"),
@@ -13,6 +13,7 @@ const ROUTES: [(&str, &str); 22] = [
     ("post", "/v1/grants"),
     ("get", "/v1/tasks/{task}"),
     ("post", "/v1/tasks/{task}/reset"),
+    ("get", "/v1/approaches"),
     ("get", "/v1/jobs"),
     ("get", "/v1/jobs/{job}"),
     ("get", "/v1/jobs/{job}/cases/{id}"),

@@ -204,6 +204,39 @@ fn the_fleet_page_charts_escalations_per_hour() {
     assert!(!fleet.text.contains("<script"));
 }
 
+/// The fleet page lists the failed approaches every caller's tasks spent.
+#[test]
+fn the_fleet_page_lists_failed_approaches() {
+    let server = start();
+    let cookie = sign_in(&server, OPERATOR).unwrap();
+    let quiet = get(&server, "/ui/fleet", Some(&cookie));
+    assert!(
+        quiet.text.contains("No task has spent every attempt"),
+        "{}",
+        quiet.text
+    );
+    let failure = serde_json::json!({"task": "ui-spent", "report": {
+        "http_status": 503, "tool": "geo<coder>", "operation": "GET /v1/geocode"}});
+    for _ in 0..10 {
+        let step = server.post("/v1/recover", Some(AGENT_A), &failure).json();
+        if step["action"] == "escalate" {
+            break;
+        }
+    }
+    let fleet = get(&server, "/ui/fleet", Some(&cookie));
+    let table = fleet
+        .text
+        .split(r#"<table id="approaches">"#)
+        .nth(1)
+        .and_then(|rest| rest.split("</table>").next())
+        .expect("the approaches table");
+    assert!(table.contains("<td>agent-a</td>"), "{table}");
+    // The tool's name is text on the page, never markup.
+    assert!(table.contains("<td>geo&lt;coder&gt;</td>"), "{table}");
+    assert!(table.contains("<td>GET /v1/geocode</td>"), "{table}");
+    assert!(table.contains("<td>transient</td>"), "{table}");
+}
+
 /// A browser pointed at the service's root is sent to the page, with the page's headers.
 #[test]
 fn the_root_redirects_to_the_page() {

@@ -374,3 +374,32 @@ pub struct CalibrateCallsArgs {
     #[command(flatten)]
     pub output: OutputArgs,
 }
+
+pub const APPROACHES_HELP: &str = "\
+Examples:
+  backstop approaches --db ./backstop.db
+  backstop approaches --caller research-agent --db postgres://user@host/backstop --json
+
+A failed approach is a tool and operation on which a task spent every attempt its failure's
+class allows; backstop remembers it for the task's caller (a day after its last failure, or
+until the tool succeeds again) and answers that caller's next task on the same tool and
+operation with it, turning a resend into change_approach. This lists them from the ledger's
+call journal, as GET /v1/approaches does for an operator: every caller's, or one caller's with
+--caller. Nothing is written.
+
+Exit codes:
+  0  the list was printed (also when it is empty)
+  1  the ledger could not be opened or read
+  2  bad flags, or no ledger at --db (never created here)";
+
+/// `backstop approaches`.
+#[derive(Debug, Args)]
+pub struct ApproachesArgs {
+    /// Only this caller's approaches (default: every caller's).
+    #[arg(long, value_name = "NAME")]
+    pub caller: Option<String>,
+    #[command(flatten)]
+    pub db: LedgerArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}

@@ -10,12 +10,12 @@ mod notify;
 mod service;
 mod suppress;
 
+use cases::{APPROACHES_HELP, DECIDE_HELP, PURGE_HELP};
 pub use cases::{
-    CalibrateCallsArgs, CalibrateCommand, CasesCommand, CasesShowArgs, DecideArgs, LedgerArgs,
-    PurgeArgs, ReviewCommand, ReviewListArgs, ReviewResolveArgs, ReviewShowArgs, ReviewStatus,
-    TaskArgs, TaskCommand,
+    ApproachesArgs, CalibrateCallsArgs, CalibrateCommand, CasesCommand, CasesShowArgs, DecideArgs,
+    LedgerArgs, PurgeArgs, ReviewCommand, ReviewListArgs, ReviewResolveArgs, ReviewShowArgs,
+    ReviewStatus, TaskArgs, TaskCommand,
 };
-use cases::{DECIDE_HELP, PURGE_HELP};
 use effects::{DEMO_HELP, DISPATCH_HELP, KEY_HELP, RECONCILE_HELP};
 pub use effects::{
     DemoArgs, DispatchArgs, DispatchCommand, KeyArgs, OutcomeArgs, OutcomeFlag, PackBriefArgs,
@@ -132,6 +132,10 @@ pub enum Command {
     /// A task's call-level state on the ledger: show it, or reset it.
     #[command(subcommand, after_help = GROUP_EXIT_CODES)]
     Task(TaskCommand),
+    /// The failed approaches the ledger remembers: tools and operations on which a task spent
+    /// every attempt of a class.
+    #[command(after_help = APPROACHES_HELP)]
+    Approaches(ApproachesArgs),
     /// Learn from the ledger's outcomes: how often each retry recovered, per tool and class.
     #[command(subcommand, after_help = GROUP_EXIT_CODES)]
     Calibrate(CalibrateCommand),

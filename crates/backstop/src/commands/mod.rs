@@ -1,5 +1,6 @@
 //! One module per command; each writes to the writers it is given and returns an exit code.
 
+pub mod approaches;
 pub mod calibrate;
 pub mod calibrate_calls;
 pub mod cases;

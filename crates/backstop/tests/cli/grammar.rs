@@ -69,7 +69,7 @@ fn runnable_commands() -> Vec<String> {
 /// One refused run of each command, each bad input (exit 2, `malformed`): its path and its
 /// arguments (`DB` a ledger that does not exist, `DIR` an empty folder).
 #[rustfmt::skip]
-const REFUSED_RUNS: [(&str, &[&str]); 24] = [
+const REFUSED_RUNS: [(&str, &[&str]); 25] = [
     ("backstop classify", &["classify", "--status", "999"]),
     ("backstop hint", &["hint", "--task", "t", "--status", "999"]),
     ("backstop replay", &["replay", "DIR/missing.jsonl"]),
@@ -86,6 +86,7 @@ const REFUSED_RUNS: [(&str, &[&str]); 24] = [
     ("backstop task show", &["task", "show", "t", "--db", "DB"]),
     ("backstop task reset", &["task", "reset", "t", "--db", "DB"]),
     ("backstop calibrate calls", &["calibrate", "calls", "--db", "DB"]),
+    ("backstop approaches", &["approaches", "--db", "DB"]),
     ("backstop suppress list", &["suppress", "list", "--db", "DB"]),
     ("backstop suppress lift", &["suppress", "lift", "--job", "j", "--contact", "c", "--by", "x", "--reason", " ", "--db", "DB"]),
     ("backstop purge", &["purge", "--older-than", "soon", "--db", "DB"]),

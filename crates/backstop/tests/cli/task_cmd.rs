@@ -69,3 +69,38 @@ fn task_show_and_reset_work_on_the_services_journal() {
     assert_eq!(failed.code, 2, "{failed:?}");
     assert!(failed.stdout.contains("--db"), "{failed:?}");
 }
+
+#[test]
+fn approaches_lists_what_the_services_tasks_spent() {
+    let setup = Setup::new("approaches-cmd", &[], "");
+    let ledger = setup.dir.path().join("ledger.db");
+    let db = arg(&ledger);
+    let mut server = setup.start(&[]);
+    let failure = json!({"task": "build-9", "report": {"http_status": 503},
+        "context": {"tool": "ci", "operation": "POST /builds"}});
+    for _ in 0..10 {
+        let (_, step) = post(&server, "/v1/recover", None, &failure);
+        if step["action"] == "escalate" {
+            break;
+        }
+    }
+    let (code, listed, stderr) = task(&["approaches", "--db", db, "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let approaches = listed["approaches"].as_array().unwrap();
+    assert_eq!(approaches.len(), 1, "{listed}");
+    assert_eq!(approaches[0]["caller"], "local");
+    assert_eq!(approaches[0]["tool"], "ci");
+    assert_eq!(approaches[0]["operation"], "POST /builds");
+    let (_, none, _) = task(&["approaches", "--db", db, "--caller", "someone", "--json"]);
+    assert_eq!(none["approaches"], json!([]), "{none}");
+    let human = run(&["approaches", "--db", db, "--output-format", "human"], b"");
+    human.expect_code(0);
+    assert!(
+        human
+            .stdout
+            .starts_with("local: ci POST /builds failed 5 times"),
+        "{}",
+        human.stdout
+    );
+    server.stop();
+}

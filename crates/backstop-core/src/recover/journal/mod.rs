@@ -362,7 +362,7 @@ impl CallState {
         }
         for row in rows {
             match row.kind {
-                StateKind::Task | StateKind::Tool => {
+                StateKind::Task | StateKind::Tool | StateKind::Approach => {
                     self.recovery.restore(row).map_err(|e| corrupt(row, &e))?;
                 }
                 StateKind::Idempotency => {

@@ -47,15 +47,19 @@ pub enum StateKind {
     Idempotency,
     /// The strategy files in use (key: empty).
     Strategies,
+    /// A caller's failed approach: a tool and operation whose class's attempts a task spent
+    /// (key: the caller, the tool and the operation).
+    Approach,
 }
 
 impl StateKind {
     /// Every kind.
-    pub const ALL: [StateKind; 4] = [
+    pub const ALL: [StateKind; 5] = [
         StateKind::Task,
         StateKind::Tool,
         StateKind::Idempotency,
         StateKind::Strategies,
+        StateKind::Approach,
     ];
 
     /// Its stored name.
@@ -65,6 +69,7 @@ impl StateKind {
             StateKind::Tool => "tool",
             StateKind::Idempotency => "idempotency",
             StateKind::Strategies => "strategies",
+            StateKind::Approach => "approach",
         }
     }
 
@@ -131,6 +136,7 @@ impl Quota {
 pub struct Changed {
     pub(super) tasks: std::collections::HashSet<String>,
     pub(super) tools: std::collections::HashSet<String>,
+    pub(super) approaches: std::collections::HashSet<String>,
 }
 
 /// Live entries per caller, to hold the quotas.
@@ -299,7 +305,7 @@ impl Recovery {
 
     /// How many rows have changed since they were last taken.
     pub fn pending_changes(&self) -> usize {
-        self.changed.tasks.len() + self.changed.tools.len()
+        self.changed.tasks.len() + self.changed.tools.len() + self.changed.approaches.len()
     }
 
     /// The rows changed since the last call, as the ledger keeps them.
@@ -334,12 +340,22 @@ impl Recovery {
                 key: tool,
             });
         }
+        for key in changed.approaches {
+            let approach = self.approaches.get(&key);
+            rows.push(StateRow {
+                kind: StateKind::Approach,
+                caller: approach.map(|a| a.caller.clone()).unwrap_or_default(),
+                body: approach.map(to_json),
+                expires: approach.map(super::approaches::ApproachState::expires_at),
+                key,
+            });
+        }
         rows.sort_by(|a, b| (a.kind, &a.key).cmp(&(b.kind, &b.key)));
         rows
     }
 
-    /// Takes up a row the ledger kept (a task's or a tool's; other kinds are not this
-    /// recovery's and are ignored).
+    /// Takes up a row the ledger kept (a task's, a tool's or a failed approach; other kinds
+    /// are not this recovery's and are ignored).
     ///
     /// # Errors
     /// The row's body is not its kind's JSON.
@@ -362,6 +378,10 @@ impl Recovery {
                 let health: ToolHealth = serde_json::from_str(body)?;
                 self.put_tool(&row.key, health);
                 self.changed.tools.remove(&row.key);
+            }
+            StateKind::Approach => {
+                let approach: super::approaches::ApproachState = serde_json::from_str(body)?;
+                self.approaches.insert(row.key.clone(), approach);
             }
             StateKind::Idempotency | StateKind::Strategies => {}
         }

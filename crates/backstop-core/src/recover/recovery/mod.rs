@@ -18,6 +18,7 @@ use crate::class::{ALL_CLASSES, Class};
 use crate::classify::Classification;
 use crate::report::Report;
 
+mod approaches;
 mod durable;
 mod plan;
 mod task_view;
@@ -27,6 +28,9 @@ pub use self::durable::{
     caller_and_task, task_key,
 };
 
+pub use self::approaches::{
+    APPROACH_WINDOW, APPROACHES_PER_CALLER, CallerApproach, FailedApproach,
+};
 use self::plan::{Grant, Inputs, class_index, plan};
 pub use self::task_view::{ClassCount, NextStep, TaskTool, TaskView};
 
@@ -117,6 +121,10 @@ pub struct Step {
     /// words), and what about the task decided it when that, not the failure, did.
     #[serde(default)]
     pub explanation: String,
+    /// The failed approach this caller's earlier task spent on the same tool and operation,
+    /// given with a task's failure of it (and a resend of it turned into `change_approach`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_approach: Option<FailedApproach>,
 }
 
 /// Attempts used and allowed, for the class and for the whole task.
@@ -271,6 +279,7 @@ pub struct Recovery {
     table: StrategyTable,
     tasks: HashMap<String, TaskState>,
     tools: HashMap<String, ToolHealth>,
+    approaches: HashMap<String, approaches::ApproachState>,
     seed: u64,
     per_caller: durable::PerCaller,
     changed: durable::Changed,
@@ -284,6 +293,7 @@ impl Recovery {
             table,
             tasks: HashMap::new(),
             tools: HashMap::new(),
+            approaches: HashMap::new(),
             seed: options.seed,
             per_caller: durable::PerCaller::default(),
             changed: durable::Changed::default(),
@@ -322,6 +332,10 @@ impl Recovery {
         if let Some(tool) = ctx.tool.as_deref() {
             self.tool_mut(tool, now);
         }
+        let failed_before = ctx
+            .tool
+            .as_deref()
+            .and_then(|tool| self.approach_for(task, tool, ctx.operation.as_deref(), now));
         self.task_mut(task, now).last = Some(now);
         // Disjoint fields: the task's counters and the tool's health are borrowed together.
         let state = self.tasks.get_mut(task).expect("made above");
@@ -343,7 +357,11 @@ impl Recovery {
             ctx,
             now,
         };
-        let plan = plan(&inputs, health.as_deref_mut(), true);
+        let mut plan = plan(&inputs, health.as_deref_mut(), true);
+        if let Some(approach) = failed_before {
+            Recovery::warn_of(&mut plan.step, approach);
+            plan.retries_tool &= plan.step.action.is_retry();
+        }
         if let Some(i) = plan.consumed {
             state.used[class_index(failure.class)][i] += 1;
         }
@@ -377,6 +395,10 @@ impl Recovery {
         }
         let mut step = plan.step;
         self.name_fallback(&mut step, ctx, now);
+        if let Some(tool) = ctx.tool.as_deref() {
+            let evidence = ctx.error.as_deref().unwrap_or(&failure.reason);
+            self.remember_if_spent(task, &step, tool, ctx.operation.as_deref(), evidence, now);
+        }
         step
     }
 
@@ -515,6 +537,7 @@ impl Recovery {
         let h = self.tool_mut(tool, now);
         h.breaker.record_success(now);
         h.budget.record_success(now);
+        self.forget_approaches_of(tool);
     }
 
     /// A call to a tool failed outside `next` (reported by an outcome): its breaker hears of it

@@ -224,6 +224,7 @@ impl<'a> Planner<'a> {
                 Some(situation) => format!("{situation} This failure: {}", failure.reason),
                 None => failure.reason.clone(),
             },
+            failed_approach: None,
         }
     }
 

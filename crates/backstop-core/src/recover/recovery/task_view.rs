@@ -33,6 +33,8 @@ pub struct TaskView {
     pub tools: Vec<TaskTool>,
     /// The step the next failure of each class would get, for the last tool used.
     pub next: Vec<NextStep>,
+    /// The caller's failed approaches on the tools the task used (spent by any of its tasks).
+    pub failed_approaches: Vec<super::FailedApproach>,
 }
 
 /// One class's attempts.
@@ -115,6 +117,7 @@ impl Recovery {
                 .as_ref()
                 .map(|tool| format!("a policy denial of {tool}")),
             operator_grants: state.operator_grants,
+            failed_approaches: self.approaches_on(task, &state.tools, now),
             tools,
             next,
         }
