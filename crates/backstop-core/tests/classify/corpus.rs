@@ -16,8 +16,13 @@ use serde::Deserialize;
 
 const LABELED: &str = include_str!("../data/labeled_reports.jsonl");
 
-/// The corpus files, by name.
-const CORPUS: [(&str, &str); 5] = [
+/// The corpus files, by name. `tuning_new_families` is the part of the newest families the
+/// rules were tuned on; its held-out part is [`HELD_OUT`], measured by a test of its own.
+const CORPUS: [(&str, &str); 6] = [
+    (
+        "tuning_new_families",
+        include_str!("../data/corpus/tuning_new_families.jsonl"),
+    ),
     (
         "sdk_clients",
         include_str!("../data/corpus/sdk_clients.jsonl"),
@@ -79,7 +84,39 @@ const FAMILY_FLOORS: &[(&str, f64)] = &[
     ("sdk_text", 0.85),
     ("sqlstate_text", 0.95),
     ("web_and_browser", 0.95),
+    // The newest families (tuning part; 5 to 15 lines each, so the floors sit lower).
+    ("cassandra_scylla", 0.85),
+    ("data_warehouses", 0.80),
+    ("dotnet_clients", 0.85),
+    ("empty_answers", 0.85),
+    ("go_clients", 0.75),
+    ("iac_tools", 0.85),
+    ("job_queues_workflows", 0.85),
+    ("llm_gateways", 0.65),
+    ("oracle_ora", 0.85),
+    ("package_managers_more", 0.80),
+    ("partial_batches", 0.65),
+    ("payments_apis", 0.80),
+    ("rust_clients", 0.85),
+    ("saas_apis", 0.70),
+    ("search_engines", 0.85),
+    ("smtp_email", 0.85),
+    ("sqlserver_dotnet", 0.85),
+    ("ssh_sftp", 0.80),
+    ("vector_dbs", 0.55),
 ];
+
+/// Labeled failures from the newest families that no rule was tuned on: two thirds of what was
+/// gathered, split off by a hash of each line before any rule saw them
+/// (`tests/data/corpus/NEW_FAMILIES_SOURCES.md` names the sources).
+const HELD_OUT: &str = include_str!("../data/corpus/heldout_new_families.jsonl");
+
+/// What the held-out part reached when it was first measured after tuning (class 67.6%,
+/// retryable 92.4%, 6 of 279 non-retryable called retryable): floors just under, so a change
+/// that costs it shows. The goal is class 92%, retryable 97%, at most 1% called retryable.
+const HELD_OUT_CLASS_FLOOR: f64 = 0.67;
+const HELD_OUT_RETRYABLE_FLOOR: f64 = 0.92;
+const HELD_OUT_FALSE_RETRY_CEILING: f64 = 0.025;
 
 /// Over the whole corpus: class right, retryable right, and the most non-retryable failures
 /// called retryable.
@@ -358,6 +395,51 @@ fn the_corpus_holds_its_floors() {
     }
     assert!(total.lines >= 700, "the corpus has {} lines", total.lines);
     assert!(below.is_empty(), "{}\n{table}", below.join("\n"));
+}
+
+/// The held-out part of the newest families holds its floors; `--nocapture` prints its figures
+/// and every miss (read them to learn, not to tune: a rule made for one of them makes this part
+/// no longer held out).
+#[test]
+fn the_held_out_corpus_holds_its_floors() {
+    let rules = RuleSet::builtin();
+    let mut total = Tally::default();
+    for (n, entry) in entries("heldout_new_families", HELD_OUT) {
+        let report = Report::from_json(&entry.report.to_string())
+            .unwrap_or_else(|e| panic!("held-out line {n}: report refused: {e:?}"));
+        let got = classify(&rules, &report, entry.now.unwrap_or_else(default_now));
+        let want_retry = entry.retryable.unwrap_or(entry.class.default_retryable());
+        total.add(Outcome {
+            class_right: got.class == entry.class,
+            retryable_right: got.retryable == want_retry,
+            want_retryable: want_retry,
+            got_retryable: got.retryable,
+        });
+    }
+    #[allow(clippy::print_stdout)]
+    {
+        println!("held out: {}", total.row("all"));
+    }
+    assert!(
+        total.lines >= 300,
+        "the held-out part has {} lines",
+        total.lines
+    );
+    assert!(
+        total.class() >= HELD_OUT_CLASS_FLOOR,
+        "held out: class {:.3} < {HELD_OUT_CLASS_FLOOR}",
+        total.class()
+    );
+    assert!(
+        total.retryable() >= HELD_OUT_RETRYABLE_FLOOR,
+        "held out: retryable {:.3} < {HELD_OUT_RETRYABLE_FLOOR}",
+        total.retryable()
+    );
+    assert!(
+        total.false_retry() <= HELD_OUT_FALSE_RETRY_CEILING,
+        "held out: non-retryable called retryable {:.3} > {HELD_OUT_FALSE_RETRY_CEILING}",
+        total.false_retry()
+    );
 }
 
 /// Every family of built-in rules (`http`, `aws`, `errno`, ... : the part of an id before its

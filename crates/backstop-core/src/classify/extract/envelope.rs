@@ -237,19 +237,40 @@ fn item_failed(item: &Value) -> Option<bool> {
     if has_error || object.get("success") == Some(&Value::Bool(false)) {
         return Some(true);
     }
-    match object.get("status") {
-        Some(Value::Number(n)) => return n.as_u64().map(|s| s >= 400),
-        Some(Value::String(s)) => {
-            let s = s.to_ascii_lowercase();
-            if ["error", "failed", "failure", "rejected", "invalid"].contains(&s.as_str()) {
-                return Some(true);
+    for key in [
+        "status",
+        "state",
+        "statusCode",
+        "httpStatusCode",
+        "status_code",
+    ] {
+        match object.get(key) {
+            Some(Value::Number(n)) => return n.as_u64().map(|s| s >= 400),
+            Some(Value::String(s)) => {
+                let s = s.to_ascii_lowercase();
+                if [
+                    "error", "failed", "failure", "rejected", "invalid", "errored",
+                ]
+                .contains(&s.as_str())
+                {
+                    return Some(true);
+                }
+                if [
+                    "ok",
+                    "success",
+                    "succeeded",
+                    "sent",
+                    "delivered",
+                    "created",
+                    "completed",
+                ]
+                .contains(&s.as_str())
+                {
+                    return Some(false);
+                }
             }
-            if ["ok", "success", "succeeded", "sent", "delivered", "created"].contains(&s.as_str())
-            {
-                return Some(false);
-            }
+            _ => {}
         }
-        _ => {}
     }
     if object.get("success") == Some(&Value::Bool(true)) {
         return Some(false);
@@ -304,7 +325,125 @@ fn batch(object: &Object, from: Source, found: &mut Extracted) {
         && (aws_count || bulk_errors || failed.is_some() || items.len() > 1)
     {
         items_outcome(items, from, found);
+        if found.side_effects.is_some() {
+            return;
+        }
     }
+    if counted_partial(object) || unprocessed_beside_done(object) {
+        Extracted::put(&mut found.side_effects, SideEffectState::Partial, from, by);
+        return;
+    }
+    // A list of items under any other name (`task_instances`, `compositeResponse`) whose
+    // outcomes are mixed; and a count or list one object in (`completionStats`, `job_status`).
+    for value in object.values() {
+        match value {
+            Value::Array(list) if list.len() > 1 && list.iter().all(Value::is_object) => {
+                items_outcome(list, from, found);
+            }
+            Value::Object(inner) if counted_partial(inner) => {
+                Extracted::put(&mut found.side_effects, SideEffectState::Partial, from, by);
+            }
+            Value::Object(inner) => {
+                if let Some(list) = inner.values().find_map(|v| {
+                    v.as_array()
+                        .filter(|l| l.len() > 1 && l.iter().all(Value::is_object))
+                }) {
+                    items_outcome(list, from, found);
+                }
+            }
+            _ => {}
+        }
+        if found.side_effects.is_some() {
+            return;
+        }
+    }
+}
+
+/// A count, its key read as words, of sub-operations that failed, beside one of those that
+/// went through (`failedCount`/`successfulCount`, `numberRecordsFailed`/
+/// `numberRecordsProcessed`, `errored_operations`/`finished_operations`, `failures`/`total`):
+/// partial when some failed and more than that were done or tried.
+fn counted_partial(object: &Object) -> bool {
+    const FAILED: [&str; 7] = [
+        "failed", "failure", "failures", "fail", "errored", "errors", "rejected",
+    ];
+    const SUCCEEDED: [&str; 8] = [
+        "success",
+        "successful",
+        "succeeded",
+        "successes",
+        "inserted",
+        "imported",
+        "delivered",
+        "sent",
+    ];
+    const TRIED: [&str; 6] = [
+        "processed",
+        "finished",
+        "total",
+        "completed",
+        "count",
+        "rowcount",
+    ];
+    let mut failed = 0u64;
+    let mut succeeded = 0u64;
+    let mut tried = 0u64;
+    for (key, value) in object {
+        let Some(n) = whole_number(value) else {
+            continue;
+        };
+        let words = super::code_words(key);
+        let has = |set: &[&str]| words.split(' ').any(|w| set.contains(&w));
+        if has(&FAILED) {
+            failed = failed.max(n);
+        } else if has(&SUCCEEDED) {
+            succeeded = succeeded.max(n);
+        } else if has(&TRIED) {
+            tried = tried.max(n);
+        }
+    }
+    failed > 0 && (succeeded > 0 || tried > failed)
+}
+
+/// A number, or a number written as text (`"980"`, as some APIs send counts).
+fn whole_number(value: &Value) -> Option<u64> {
+    match value {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// A non-empty list of what was not processed (`UnprocessedQueryExecutionIds`,
+/// `batcherrors`) beside a non-empty list or count of what was.
+fn unprocessed_beside_done(object: &Object) -> bool {
+    let mut unprocessed = false;
+    let mut done = false;
+    for (key, value) in object {
+        let words = super::code_words(key);
+        // `batcherrors` is one word: what it ends with tells.
+        let failed_list = words.split(' ').any(|w| {
+            w.starts_with("unprocessed")
+                || w.ends_with("errors")
+                || w == "failed"
+                || w == "failures"
+        });
+        if failed_list {
+            unprocessed |= non_empty(Some(value)) && !value.is_boolean();
+        } else {
+            done |= match value {
+                Value::Array(items) => !items.is_empty(),
+                Value::Number(n) => {
+                    n.as_u64().is_some_and(|n| n > 0)
+                        && words
+                            .split(' ')
+                            .any(|w| ["rowcount", "count", "processed"].contains(&w))
+                }
+                _ => false,
+            };
+        }
+    }
+    unprocessed && done
 }
 
 /// Which items of a batch answer went through and which failed, for a person and an agent to
@@ -636,6 +775,7 @@ fn read_error(error: &Object, from: Source, found: &mut Extracted) {
         "errorMessage",
         "error_message",
         "description",
+        "cause",
         "reason",
     ] {
         // Elasticsearch writes its sentence in `reason`; elsewhere `reason` is a code.
@@ -702,7 +842,9 @@ fn llm_response(object: &Object, from: Source, found: &mut Extracted) {
         .find_map(|k| object.get(*k)?.as_array()?.first()?.as_object());
     let reasons = [
         first.and_then(|c| c.get("finish_reason").or_else(|| c.get("finishReason"))),
-        object.get("stop_reason"),
+        object
+            .get("stop_reason")
+            .or_else(|| object.get("stopReason")),
         object
             .get("promptFeedback")
             .and_then(|p| p.get("blockReason")),
@@ -730,7 +872,12 @@ fn lists_all_empty(object: &Object, depth: u8) -> Option<bool> {
     let mut seen = None;
     for value in object.values() {
         let verdict = match value {
-            Value::Array(items) => Some(items.is_empty()),
+            // `[[]]`: a list of empty lists (one per query) holds nothing either.
+            Value::Array(items) => Some(
+                items
+                    .iter()
+                    .all(|item| item.as_array().is_some_and(Vec::is_empty)),
+            ),
             Value::Object(inner) if depth > 1 => lists_all_empty(inner, depth - 1),
             _ => None,
         };

@@ -52,7 +52,7 @@ const NOT_CODES: [&str; 12] = [
 /// What was done: a number and a word, either way round.
 static DONE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)\b(?:(\d{1,9})\s+(?:(?:items?|records?|rows?|messages?|documents?|docs|files?|requests?|entries|events|objects|operations|users)\s+)?(?:were\s+)?(?:successful(?:ly\s+\w+)?|succeeded|successes|ok|processed|sent|delivered|inserted|created|updated|deleted|imported|indexed|uploaded|completed|accepted|written|migrated)\b|(?:successful|succeeded|successes|success|ok|processed|sent|delivered|inserted|created|updated|deleted|imported|indexed|uploaded|completed|accepted|written)\s*[:=]\s*(\d{1,9})\b|processed\s+(\d{1,9})\s*(?:/|of)\s*\d{1,9})",
+        r"(?i)\b(?:(\d{1,9})\s+(?:(?:items?|records?|rows?|messages?|documents?|docs|files?|requests?|entries|events|objects|operations|users)\s+)?(?:were\s+)?(?:successful(?:ly\s+\w+)?|succeeded|successes|ok|processed|sent|delivered|inserted|created|updated|deleted|imported|indexed|uploaded|completed|accepted|written|migrated)\b|(?:successful|succeeded|successes|success|ok|processed|sent|delivered|inserted|created|updated|deleted|imported|indexed|uploaded|completed|accepted|written)(?:[ _]count)?\s*[:=]\s*(\d{1,9})\b|processed\s+(\d{1,9})\s*(?:/|of)\s*\d{1,9}|(\d{1,9})\s+rows?\s+affected)",
     )
     .expect("extractor patterns are tested")
 });
@@ -60,7 +60,7 @@ static DONE: LazyLock<Regex> = LazyLock::new(|| {
 /// What failed: a number and a word, either way round.
 static FAILED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)\b(?:(\d{1,9})\s+(?:(?:items?|records?|rows?|messages?|documents?|docs|files?|requests?|entries|events|objects|operations|users)\s+)?(?:were\s+|have\s+)?(?:failed|failures?|errors?|errored|rejected|unprocessed)\b|(?:failed|failures?|errors|errored|rejected|unprocessed)\s*[:=]\s*(\d{1,9})\b)",
+        r"(?i)\b(?:(\d{1,9})\s+(?:(?:items?|records?|rows?|messages?|documents?|docs|files?|requests?|entries|events|objects|operations|users)\s+)?(?:were\s+|have\s+)?(?:failed|failures?|errors?|errored|rejected|unprocessed)\b|(?:failed|failures?|errors|errored|err|error|rejected|unprocessed)(?:[ _]count)?\s*[:=]\s*(\d{1,9})\b|\bskipped:\s*(\d{1,9})\b)",
     )
     .expect("extractor patterns are tested")
 });

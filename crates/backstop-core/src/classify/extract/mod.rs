@@ -112,8 +112,18 @@ pub struct ExtractorInfo {
     pub finds: &'static str,
 }
 
+/// A tool's output given as text, in a report with no message: the text the failure is told
+/// in (a command's output), which the message rules read as they read a message.
+const INFO_OUTPUT_TEXT: ExtractorInfo = ExtractorInfo {
+    name: "output_text",
+    reads: "output given as text, when the report has no message: the message rules read it as a message (a command's or a tool's own account of the failure)",
+    example: "Msg 2627, Level 14, State 1\nViolation of PRIMARY KEY constraint 'PK_Customers'. Cannot insert duplicate key in object 'dbo.Customers'.",
+    finds: "the text, for the message rules",
+};
+
 /// Every extractor, in the order they run (the first to find a field keeps it).
 pub const EXTRACTORS: &[ExtractorInfo] = &[
+    INFO_OUTPUT_TEXT,
     envelope::INFO_OK_FALSE,
     envelope::INFO_PROBLEM,
     envelope::INFO_ERROR_OBJECT,
@@ -153,7 +163,12 @@ impl Extracted {
                 serde_json::Value::String(text) if text.trim().is_empty() => {
                     found.add_text("no results", Source::Output, envelope::INFO_EMPTY.name);
                 }
-                serde_json::Value::String(text) => found.read_text(text, Source::Output),
+                serde_json::Value::String(text) => {
+                    if report.message.is_none() {
+                        found.add_text(capped(text), Source::Output, INFO_OUTPUT_TEXT.name);
+                    }
+                    found.read_text(text, Source::Output);
+                }
                 value => envelope::read(value, Source::Output, &mut found),
             }
         }
