@@ -116,7 +116,11 @@ fn count(pattern: &Regex, text: &str) -> Option<u64> {
 }
 
 fn counts(text: &str, from: Source, found: &mut Extracted) {
-    if let (Some(_done), Some(_failed)) = (count(&DONE, text), count(&FAILED, text)) {
+    // Counts need digits; what failed is rarer than what was done, so it is looked for first.
+    if !text.bytes().any(|b| b.is_ascii_digit()) || found.side_effects.is_some() {
+        return;
+    }
+    if count(&FAILED, text).is_some() && count(&DONE, text).is_some() {
         Extracted::put(
             &mut found.side_effects,
             SideEffectState::Partial,
