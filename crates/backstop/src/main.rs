@@ -238,6 +238,10 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Task(cli::TaskCommand::Reset(args)) => {
             commands::task::reset(&args, &mut out, &mut err)?
         }
+        Command::Hook(args) => {
+            let mut input = io::stdin().lock();
+            commands::hook::run(&args, &mut input, &mut out, &mut err)?
+        }
         Command::Approaches(args) => commands::approaches::run(&args, &mut out, &mut err)?,
         Command::Calibrate(cli::CalibrateCommand::Calls(args)) => {
             commands::calibrate_calls::run(&args, &mut out, &mut err)?

@@ -35,6 +35,14 @@ fn a_spent_approach_turns_the_next_tasks_retry_into_a_change_of_approach() {
     let search = on("search", "GET /v1/search");
     let spent = spend(&mut r, &task_key("a", "t1"), &search, 0);
     assert!(spent.iter().all(|s| s.failed_approach.is_none()));
+    // The same task failing on after its hand-off adds one failure, not a whole spend.
+    let again = r.next(
+        &task_key("a", "t1"),
+        &failure(r#"{"http_status": 503}"#),
+        &search,
+        t(30),
+    );
+    assert_eq!(again.action, Action::Escalate);
 
     // The same caller's next task, on the same tool and operation.
     let step = r.next(
@@ -45,12 +53,12 @@ fn a_spent_approach_turns_the_next_tasks_retry_into_a_change_of_approach() {
     );
     assert_eq!(step.action, Action::ChangeApproach, "{step:?}");
     let approach = step.failed_approach.as_ref().unwrap();
-    assert_eq!(approach.failures, u32::try_from(spent.len()).unwrap());
+    assert_eq!(approach.failures, u32::try_from(spent.len()).unwrap() + 1);
     assert_eq!(approach.tool, "search");
     assert!(
         approach
             .summary
-            .starts_with("search GET /v1/search failed 5 times"),
+            .starts_with("search GET /v1/search failed 6 times"),
         "{}",
         approach.summary
     );

@@ -132,6 +132,10 @@ pub enum Command {
     /// A task's call-level state on the ledger: show it, or reset it.
     #[command(subcommand, after_help = GROUP_EXIT_CODES)]
     Task(TaskCommand),
+    /// Govern an agent's tool calls from its command hooks (Claude Code's hooks before and
+    /// after each tool call): one hook document on stdin, the answer on stdout.
+    #[command(after_help = HOOK_HELP)]
+    Hook(HookArgs),
     /// The failed approaches the ledger remembers: tools and operations on which a task spent
     /// every attempt of a class.
     #[command(after_help = APPROACHES_HELP)]
@@ -457,6 +461,52 @@ pub enum StrategiesCommand {
     Show,
 }
 
+const HOOK_HELP: &str = "\
+Examples (as the hook command in an agent's settings; docs/hooks.md has the entry to paste):
+  backstop hook --db ~/.backstop/hooks.db
+  backstop hook --server http://127.0.0.1:7600 --key-file ~/.backstop/key.txt
+
+Reads one hook document (JSON) on stdin: hook_event_name, session_id, tool_name, tool_input,
+and tool_response (PostToolUse) or error (PostToolUseFailure). The session is the task, the
+tool the tool, and the call's arguments (hashed) its operation.
+  PreToolUse          denied (permissionDecision deny, with the reason the model reads) when
+                      the session was stopped by a policy denial, the tool's breaker is open,
+                      or the same call (tool and arguments) spent every attempt of a class;
+                      otherwise nothing is printed and the call goes on
+  PostToolUseFailure  the failure is counted as POST /v1/recover counts it; the next step is
+  PostToolUse         printed as additionalContext (the model reads it). A PostToolUse whose
+   (failed)           response says is_error/isError/success:false is a failure too, and its
+                      step to stop, hand off or reconcile also blocks (decision block)
+  PostToolUse (ok)    reported as a success: the session's counters start again
+Other events are ignored (exit 0, nothing printed). The ledger is created if missing.
+
+Exit codes (the hook protocol's):
+  0  answered (JSON on stdout, or nothing to say)
+  1  backstop could not answer (a bad document, a bad flag, a ledger or service that failed):
+     the reason is on stderr, and the agent goes on with the call; backstop never blocks a
+     call because it failed itself";
+
+/// `backstop hook`.
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// The ledger the hook counts on: a `SQLite` file (created if missing) or a `postgres://`
+    /// URL.
+    #[arg(long, value_name = "PATH", default_value = "./backstop.db", env = crate::settings::ENV_DB, hide_env_values = true)]
+    pub db: backstop_store::Location,
+    /// Count on a running service instead of a ledger (a fleet of agents shares it).
+    #[arg(long, value_name = "URL", conflicts_with_all = ["rules", "strategies"])]
+    pub server: Option<String>,
+    /// The API key for --server, in a file of one line.
+    #[arg(long, value_name = "FILE", requires = "server")]
+    pub key_file: Option<PathBuf>,
+    /// A rules file to use before the built-in rules; repeat for more.
+    #[arg(long = "rules", value_name = "FILE")]
+    pub rules: Vec<PathBuf>,
+    /// A strategies file over the built-in strategies.
+    #[arg(long, value_name = "FILE")]
+    pub strategies: Option<PathBuf>,
+}
+
 /// `backstop classify`.
 #[derive(Debug, Args)]
 pub struct ClassifyArgs {
@@ -731,8 +781,9 @@ mod tests {
 
     /// The commands that print no result of their own, so take no `--json` (docs/cli.md says
     /// why each).
-    const NO_RESULT: [&str; 10] = [
+    const NO_RESULT: [&str; 11] = [
         "backstop serve",
+        "backstop hook",
         "backstop mcp",
         "backstop completions",
         "backstop man",

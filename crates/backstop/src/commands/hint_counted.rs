@@ -96,18 +96,26 @@ impl Counted {
         Ok(Some(Counted { runtime, sender }))
     }
 
-    /// Sends one failure of `task` and reads the answer.
-    pub fn step(&self, task: &str, report: &Report, context: &Context) -> Answer {
-        let body = json!({"task": task, "report": report, "context": context});
-        let request = ApiRequest::post("/v1/recover", body);
+    /// Sends one request to the router or the service and waits for its answer.
+    ///
+    /// # Errors
+    /// Nothing came back: why.
+    pub fn send(&self, request: ApiRequest) -> Result<ApiAnswer, String> {
         let sent = match &self.sender {
             Sender::Local(backend) => self.runtime.block_on(backend.send(request)),
             Sender::Remote(backend) => self.runtime.block_on(backend.send(request)),
         };
+        sent.map_err(|e| e.to_string())
+    }
+
+    /// Sends one failure of `task` and reads the answer.
+    pub fn step(&self, task: &str, report: &Report, context: &Context) -> Answer {
+        let body = json!({"task": task, "report": report, "context": context});
+        let sent = self.send(ApiRequest::post("/v1/recover", body));
         match sent {
             Ok(ApiAnswer { status: 200, body }) => Answer::Step(body),
             Ok(ApiAnswer { status, body }) => Answer::Refused(status, body),
-            Err(e) => Answer::Unreachable(e.to_string()),
+            Err(why) => Answer::Unreachable(why),
         }
     }
 }

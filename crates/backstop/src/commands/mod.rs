@@ -13,6 +13,7 @@ pub mod docs;
 pub mod external_decider;
 pub mod hint;
 pub mod hint_counted;
+pub mod hook;
 pub mod mcp;
 pub mod notify;
 pub mod pack;

@@ -9,7 +9,7 @@ use std::path::Path;
 use crate::support::{Run, TempDir, arg, run_in, workspace_root};
 
 /// Commands with no refusal of their own to show, and why.
-const EXEMPT: [(&str, &str); 12] = [
+const EXEMPT: [(&str, &str); 13] = [
     (
         "backstop serve",
         "a server: its refusals are the HTTP suite's",
@@ -28,6 +28,10 @@ const EXEMPT: [(&str, &str); 12] = [
         "the parser checks its flags; what it runs reports itself",
     ),
     ("backstop config new-key", "takes no input"),
+    (
+        "backstop hook",
+        "speaks the agent's hook protocol: its answers and exit codes are the agent's (docs/hooks.md)",
+    ),
     (
         "backstop config hash-key",
         "prints a hash for a shell variable",

@@ -48,6 +48,7 @@ mod fleet_cmd;
 mod grammar;
 mod help;
 mod hint;
+mod hook_cmd;
 mod jsonl;
 mod loop_cmd;
 mod mcp_cmd;

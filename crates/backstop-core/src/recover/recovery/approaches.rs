@@ -202,10 +202,15 @@ impl Recovery {
         let evidence: String = evidence.chars().take(300).collect();
         match self.approaches.get_mut(&key) {
             Some(a) if a.live(now) => {
-                if a.task != task {
+                // Another task spent it again: all its failures count; the same task failing
+                // on after its hand-off adds this one failure.
+                let added = if a.task == task {
+                    1
+                } else {
                     a.tasks += 1;
-                }
-                a.failures = a.failures.saturating_add(failures);
+                    failures
+                };
+                a.failures = a.failures.saturating_add(added);
                 a.class = step.class;
                 a.evidence = evidence;
                 task.clone_into(&mut a.task);
