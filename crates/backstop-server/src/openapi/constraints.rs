@@ -23,6 +23,7 @@ fn fields() -> Vec<(&'static str, &'static str, bool, Value)> {
         ("Context", "tool", true, name()),
         ("Context", "operation", true, text(MAX_LOCATOR_CHARS)),
         ("Context", "error", true, text(MAX_NOTE_CHARS)),
+        ("Context", "idempotency_key", true, name()),
         ("OutcomeBody", "tool", false, name()),
         ("OutcomeBody", "task", true, name()),
         ("GrantBody", "task", false, name()),
@@ -60,6 +61,7 @@ fn parameters() -> Vec<(&'static str, &'static str, &'static str, Value)> {
         ("/v1/tasks/{task}", "get", "caller", name()),
         ("/v1/tasks/{task}/reset", "post", "task", name()),
         ("/v1/tasks/{task}/reset", "post", "caller", name()),
+        ("/v1/approaches", "get", "caller", name()),
         (
             "/v1/reviews",
             "get",
