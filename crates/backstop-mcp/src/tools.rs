@@ -193,7 +193,7 @@ fn text_argument(arguments: Option<&JsonObject>, name: &str) -> Result<String, S
 }
 
 /// A path segment, percent-encoded: only unreserved characters stay as they are.
-fn encode(segment: &str) -> String {
+pub fn encode(segment: &str) -> String {
     let mut encoded = String::with_capacity(segment.len());
     for byte in segment.bytes() {
         if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {

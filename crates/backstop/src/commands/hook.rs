@@ -210,20 +210,6 @@ fn operation_of(input: &Value) -> String {
     }
 }
 
-/// A path segment, percent-encoded: only unreserved characters stay as they are.
-fn segment(text: &str) -> String {
-    use std::fmt::Write as _;
-    let mut encoded = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
-            encoded.push(char::from(byte));
-        } else {
-            let _ = write!(encoded, "%{byte:02X}");
-        }
-    }
-    encoded
-}
-
 /// A read the hook needs: the answer's body, or why not.
 fn read(counted: &Counted, path: &str) -> Result<Value, String> {
     match counted.send(ApiRequest::get(path))? {
@@ -237,7 +223,10 @@ fn read(counted: &Counted, path: &str) -> Result<Value, String> {
 fn before(counted: &Counted, document: &Document) -> Result<Option<Value>, String> {
     let task = read(
         counted,
-        &format!("/v1/tasks/{}", segment(&document.session)),
+        &format!(
+            "/v1/tasks/{}",
+            backstop_mcp::tools::encode(&document.session)
+        ),
     )?;
     let deny = if let Some(by) = task.get("stopped_by").and_then(Value::as_str) {
         Some(format!(

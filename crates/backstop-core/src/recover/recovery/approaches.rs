@@ -146,6 +146,10 @@ impl Recovery {
         operation: Option<&str>,
         now: Timestamp,
     ) -> Option<FailedApproach> {
+        // Most failures meet no record: no key is made for them.
+        if self.approaches.is_empty() {
+            return None;
+        }
         let caller = caller_and_task(task).0;
         self.approaches
             .get(&approach_key(caller, tool, operation))
