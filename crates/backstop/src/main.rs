@@ -119,11 +119,15 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         // MCP owns stdout: nothing else may hold it, or write to it.
         return Ok(commands::mcp::run(args, &mut io::stderr())?);
     }
+    if let Command::Proxy(args) = &cli.command {
+        // The proxy owns stdout too: it is the MCP connection.
+        return Ok(commands::proxy::run(args, &mut io::stderr())?);
+    }
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut err = io::stderr();
     let code = match cli.command {
-        Command::Mcp(_) => unreachable!("served before stdout is taken"),
+        Command::Mcp(_) | Command::Proxy(_) => unreachable!("served before stdout is taken"),
         Command::Serve(args) => {
             out.flush()?;
             commands::serve::run(&args, &mut out, &mut err)?

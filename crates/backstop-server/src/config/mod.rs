@@ -16,6 +16,7 @@ pub const DEFAULT_DB: &str = "./backstop.db";
 
 mod effects;
 mod notify;
+mod proxy;
 mod retention;
 
 pub use retention::Retention;
@@ -23,8 +24,9 @@ pub use retention::Retention;
 pub use effects::{EffectsConfig, MIN_SECRET_CHARS, SIMULATOR_SOURCE, WebhookSource};
 pub use notify::{NotifyConfig, NotifyTarget};
 
-const TOP_KEYS: [&str; 13] = [
+const TOP_KEYS: [&str; 14] = [
     "outbound",
+    "proxy",
     "retention",
     "notify",
     "dispatch",
@@ -79,6 +81,8 @@ pub struct Config {
     pub outbound: crate::outbound::Outbound,
     /// How long records are kept, and how often `serve` purges what is older (`[retention]`).
     pub retention: Retention,
+    /// Upstream MCP servers `backstop proxy --config` fronts: `[[proxy]]`.
+    pub proxy: Vec<backstop_mcp::proxy::ProxySettings>,
 }
 
 /// Request limits.
@@ -161,6 +165,7 @@ impl Default for Config {
             notify: NotifyConfig::default(),
             outbound: crate::outbound::Outbound::default(),
             retention: Retention::default(),
+            proxy: Vec::new(),
         }
     }
 }
@@ -224,6 +229,7 @@ impl Config {
         config.outbound = outbound(&table, &mut issues);
         config.retention = retention::parse(&table, &mut issues);
         config.notify = notify::parse(&table, &mut issues);
+        config.proxy = proxy::parse(&table, &mut issues);
         for (i, target) in config.notify.targets.iter().enumerate() {
             if let Err(why) = config.outbound.check_url(&target.url) {
                 issues.push(Issue::new(

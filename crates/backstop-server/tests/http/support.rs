@@ -133,6 +133,7 @@ pub fn start_with(change: impl FnOnce(&mut Config)) -> Server {
             allow_loopback: true,
         },
         retention: backstop_server::config::Retention::default(),
+        proxy: Vec::new(),
     };
     change(&mut config);
     start_config(config, None, dir)

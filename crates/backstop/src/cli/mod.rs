@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand};
 mod cases;
 mod effects;
 mod notify;
+mod proxy;
 mod service;
 mod suppress;
 
@@ -22,6 +23,8 @@ pub use effects::{
     PackSchemaArgs, ReconcileArgs, ShowDispatchArgs,
 };
 pub use notify::{NotifyCommand, NotifyListArgs, NotifyStatusArg};
+use proxy::PROXY_HELP;
+pub use proxy::ProxyArgs;
 pub use service::{ConfigCheckArgs, ConfigCommand, HashKeyArgs, McpArgs, ServeArgs};
 use service::{MCP_HELP, SERVE_HELP};
 pub use suppress::{SuppressCommand, SuppressLiftArgs, SuppressListArgs};
@@ -83,6 +86,10 @@ pub enum Command {
     /// ledger or a running service.
     #[command(after_help = MCP_HELP)]
     Mcp(McpArgs),
+    /// Front an MCP server: its tools, resources and prompts passed through, every tool call
+    /// governed (counted, refused when the task was stopped, resent only when safe).
+    #[command(after_help = PROXY_HELP)]
+    Proxy(ProxyArgs),
     /// Work with the service's config file.
     #[command(subcommand, after_help = GROUP_EXIT_CODES)]
     Config(ConfigCommand),
@@ -781,8 +788,9 @@ mod tests {
 
     /// The commands that print no result of their own, so take no `--json` (docs/cli.md says
     /// why each).
-    const NO_RESULT: [&str; 11] = [
+    const NO_RESULT: [&str; 12] = [
         "backstop serve",
+        "backstop proxy",
         "backstop hook",
         "backstop mcp",
         "backstop completions",

@@ -15,7 +15,6 @@
 use std::io::{self, Read, Write};
 
 use backstop_core::Report;
-use backstop_core::case::identity::text_hash;
 use backstop_core::recover::{Action, Context};
 use backstop_mcp::{ApiAnswer, ApiRequest};
 use backstop_server::routes::recover::check_name;
@@ -190,26 +189,6 @@ fn counter(args: &HookArgs, err: &mut impl Write) -> io::Result<Option<Counter>>
     }))
 }
 
-/// The call as an operation: a short account of its arguments and their hash, so the same
-/// call with the same arguments is one operation (`command: npm test #3fa2c1d0`).
-fn operation_of(input: &Value) -> String {
-    // serde_json's map keeps its keys sorted: the text is canonical.
-    let canonical = input.to_string();
-    let hash = text_hash(&canonical);
-    let shown = ["command", "file_path", "path", "url", "query", "pattern"]
-        .iter()
-        .find_map(|key| {
-            input
-                .get(*key)
-                .and_then(Value::as_str)
-                .map(|v| format!("{key}: {}", v.chars().take(80).collect::<String>()))
-        });
-    match shown {
-        Some(shown) => format!("{shown} #{}", &hash[..8]),
-        None => format!("input #{}", &hash[..8]),
-    }
-}
-
 /// A read the hook needs: the answer's body, or why not.
 fn read(counted: &Counted, path: &str) -> Result<Value, String> {
     match counted.send(ApiRequest::get(path))? {
@@ -251,7 +230,7 @@ fn before(counted: &Counted, document: &Document) -> Result<Option<Value>, Strin
                 document.tool
             ))
         } else {
-            let operation = operation_of(&document.input);
+            let operation = backstop_mcp::proxy::operation_of(&document.input);
             let approaches = read(counted, "/v1/approaches")?;
             approaches
                 .get("approaches")
@@ -314,7 +293,7 @@ fn after_failure(
     let message: String = error.chars().take(ERROR_CHARS).collect();
     let report = Report {
         tool: Some(document.tool.clone()),
-        operation: Some(operation_of(&document.input)),
+        operation: Some(backstop_mcp::proxy::operation_of(&document.input)),
         message: Some(if message.trim().is_empty() {
             "the tool failed and said nothing".to_owned()
         } else {

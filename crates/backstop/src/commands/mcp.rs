@@ -29,31 +29,39 @@ pub fn run(args: &McpArgs, err: &mut impl Write) -> io::Result<u8> {
     if !issues.is_empty() {
         return output::refuse_command(OutputMode::Human, &issues, &mut io::sink(), err);
     }
+    let backend = match local_backend(&runtime, config, args.config.clone(), err)? {
+        Ok(backend) => backend,
+        Err(code) => return Ok(code),
+    };
+    runtime.block_on(serve_stdio(backend, err))
+}
+
+/// The service's router in this process over the config's ledger, as the backend of a stdio
+/// server (`mcp`, `proxy`); `Err(exit code)` once why not is written to `err`. The local
+/// operator's own connection: no keys, and no notifications sent from here.
+pub(super) fn local_backend(
+    runtime: &tokio::runtime::Runtime,
+    config: Config,
+    config_path: Option<std::path::PathBuf>,
+    err: &mut impl Write,
+) -> io::Result<Result<InProcess, u8>> {
     let catalog = match Catalog::load(&config) {
         Ok(catalog) => catalog,
         Err(issues) => {
-            return output::refuse_command(OutputMode::Human, &issues, &mut io::sink(), err);
+            let code = output::refuse_command(OutputMode::Human, &issues, &mut io::sink(), err)?;
+            return Ok(Err(code));
         }
     };
     let Some(store) = open_store(&config, err)? else {
-        return Ok(EXIT_ISSUES);
+        return Ok(Err(EXIT_ISSUES));
     };
     runtime.block_on(async {
-        let Some(state) = build_state(
-            config,
-            args.config.clone(),
-            catalog,
-            store,
-            Notifies::No,
-            err,
-        )
-        .await?
-        else {
-            return Ok(EXIT_ISSUES);
+        let built = build_state(config, config_path, catalog, store, Notifies::No, err).await?;
+        let Some(state) = built else {
+            return Ok(Err(EXIT_ISSUES));
         };
         let body_limit = state.config.limits.body_bytes;
-        let backend = InProcess::new(routes::api_router(state), body_limit);
-        serve_stdio(backend, err).await
+        Ok(Ok(InProcess::new(routes::api_router(state), body_limit)))
     })
 }
 

@@ -17,6 +17,7 @@ pub mod hook;
 pub mod mcp;
 pub mod notify;
 pub mod pack;
+pub mod proxy;
 pub mod purge;
 pub mod reconcile;
 pub mod replay;

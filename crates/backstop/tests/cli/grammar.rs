@@ -9,12 +9,16 @@ use std::path::Path;
 use crate::support::{Run, TempDir, arg, run_in, workspace_root};
 
 /// Commands with no refusal of their own to show, and why.
-const EXEMPT: [(&str, &str); 13] = [
+const EXEMPT: [(&str, &str); 14] = [
     (
         "backstop serve",
         "a server: its refusals are the HTTP suite's",
     ),
     ("backstop mcp", "a server: its refusals are the MCP suite's"),
+    (
+        "backstop proxy",
+        "a server on stdio: its refusals are proxy_cmd's and tests/proxy's",
+    ),
     (
         "backstop completions",
         "only the parser checks its one argument",

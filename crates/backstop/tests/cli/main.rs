@@ -55,6 +55,7 @@ mod mcp_cmd;
 mod notify_cmd;
 mod pack_cmd;
 mod po_cmd;
+mod proxy_cmd;
 mod quickstart;
 mod replay;
 mod review_cmd;

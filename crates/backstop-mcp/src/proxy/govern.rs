@@ -1,0 +1,169 @@
+//! The proxy's questions to backstop, over the same API `/v1/recover` answers agents on: is
+//! this call allowed, what now after this failure, this call worked.
+
+use backstop_core::Report;
+use backstop_core::recover::{Action, Context};
+use serde_json::{Value, json};
+
+use crate::backend::{ApiAnswer, ApiRequest, Backend};
+use crate::tools::encode;
+
+/// Asks backstop, on the ledger in this process or a service (`--server`).
+#[derive(Debug, Clone)]
+pub struct Governor<B> {
+    backend: B,
+}
+
+/// A recovery step, as the service wrote it, and the parts the proxy acts on.
+#[derive(Debug, Clone)]
+pub struct Answered {
+    /// The step's JSON.
+    pub step: Value,
+    /// What to do.
+    pub action: Option<Action>,
+    /// How long to wait first, in milliseconds.
+    pub delay_ms: u64,
+    /// Whether the step says to come back later rather than wait now.
+    pub deferred: bool,
+}
+
+impl<B: Backend> Governor<B> {
+    /// A governor asking `backend`.
+    pub fn new(backend: B) -> Self {
+        Governor { backend }
+    }
+
+    async fn read(&self, path: &str) -> Result<Value, String> {
+        match self.backend.send(ApiRequest::get(path)).await {
+            Ok(ApiAnswer { status: 200, body }) => Ok(body),
+            Ok(ApiAnswer { status, body }) => {
+                Err(format!("GET {path} was refused ({status}): {body}"))
+            }
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Why a call of `tool` as `operation` in `task` must not reach the upstream, if it must
+    /// not: the task was stopped, the tool's breaker is open, or the caller spent every attempt
+    /// of a class on this very call before.
+    pub async fn refusal(
+        &self,
+        task: &str,
+        tool: &str,
+        operation: &str,
+    ) -> Result<Option<Refusal>, String> {
+        let view = self.read(&format!("/v1/tasks/{}", encode(task))).await?;
+        if let Some(by) = view.get("stopped_by").and_then(Value::as_str) {
+            return Ok(Some(Refusal {
+                line: format!(
+                    "stop: this session was stopped by {by} — do not retry and do not use another tool; report it. An operator must reset the task before anything else runs."
+                ),
+                body: json!({"refused": "task_stopped", "task": task, "tool": tool, "stopped_by": by}),
+            }));
+        }
+        let tools = self.read("/v1/tools").await?;
+        let breaker = tools
+            .get("tools")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find(|t| t.get("tool").and_then(Value::as_str) == Some(tool))
+            .and_then(|t| t.get("breaker"))
+            .cloned();
+        if breaker
+            .as_ref()
+            .and_then(|b| b.get("state"))
+            .and_then(Value::as_str)
+            == Some("open")
+        {
+            return Ok(Some(Refusal {
+                line: format!(
+                    "wait: {tool} is failing too often to call now (its circuit breaker is open); do not call it again until it closes, or use another tool that can do this."
+                ),
+                body: json!({"refused": "breaker_open", "task": task, "tool": tool, "breaker": breaker}),
+            }));
+        }
+        let approaches = self.read("/v1/approaches").await?;
+        let spent = approaches
+            .get("approaches")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find(|a| {
+                a.get("tool").and_then(Value::as_str) == Some(tool)
+                    && a.get("operation").and_then(Value::as_str) == Some(operation)
+            })
+            .cloned();
+        Ok(spent.map(|approach| Refusal {
+            line: format!(
+                "change approach: this exact call failed before and every attempt was spent ({}); use another tool, other arguments, or hand it to a person.",
+                approach
+                    .get("summary")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+            ),
+            body: json!({"refused": "approach_spent", "task": task, "tool": tool, "failed_approach": approach}),
+        }))
+    }
+
+    /// One failure of `task`, counted; the step backstop answers.
+    pub async fn failed(
+        &self,
+        task: &str,
+        report: &Report,
+        may_have_taken_effect: bool,
+    ) -> Result<Answered, String> {
+        let given = Context {
+            may_have_taken_effect: Some(may_have_taken_effect),
+            ..Context::default()
+        };
+        let context = Context::for_report(given, report);
+        let body = json!({"task": task, "report": report, "context": context});
+        let step = match self
+            .backend
+            .send(ApiRequest::post("/v1/recover", body))
+            .await
+        {
+            Ok(ApiAnswer { status: 200, body }) => body,
+            Ok(ApiAnswer { status, body }) => {
+                return Err(format!("POST /v1/recover was refused ({status}): {body}"));
+            }
+            Err(e) => return Err(e.to_string()),
+        };
+        let action = step
+            .get("action")
+            .and_then(|a| serde_json::from_value(a.clone()).ok());
+        Ok(Answered {
+            action,
+            delay_ms: step.get("delay_ms").and_then(Value::as_u64).unwrap_or(0),
+            deferred: step.get("defer_until").is_some_and(|d| !d.is_null()),
+            step,
+        })
+    }
+
+    /// A call of `tool` in `task` worked: its breaker, its budget and the task's counters hear
+    /// it.
+    pub async fn succeeded(&self, task: &str, tool: &str) -> Result<(), String> {
+        let body = json!({"tool": tool, "outcome": "success", "task": task});
+        match self
+            .backend
+            .send(ApiRequest::post("/v1/outcomes", body))
+            .await
+        {
+            Ok(ApiAnswer { status: 200, .. }) => Ok(()),
+            Ok(ApiAnswer { status, body }) => {
+                Err(format!("POST /v1/outcomes was refused ({status}): {body}"))
+            }
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
+/// A call refused before it reached the upstream: the line the model reads and the JSON.
+#[derive(Debug, Clone)]
+pub struct Refusal {
+    /// What to do, in one line.
+    pub line: String,
+    /// Why, as JSON (`refused`: `task_stopped`, `breaker_open` or `approach_spent`).
+    pub body: Value,
+}
