@@ -36,7 +36,7 @@ pub struct ProxyServer<B> {
     settings: ProxySettings,
     session: String,
     upstream: Arc<Upstream>,
-    governor: Governor<B>,
+    governor: Arc<Governor<B>>,
     info: ServerConfig,
 }
 
@@ -63,7 +63,7 @@ impl<B: Backend> ProxyServer<B> {
             settings,
             session,
             upstream,
-            governor: Governor::new(backend),
+            governor: Arc::new(Governor::new(backend)),
             info,
         }
     }
@@ -141,9 +141,13 @@ impl<B: Backend> ProxyServer<B> {
             let Some(report) = outcome.report(&tool, &operation, safe, started.elapsed()) else {
                 return match outcome {
                     Outcome::Success(response) => {
-                        if let Err(why) = self.governor.succeeded(&task, &tool).await {
-                            tracing::warn!(%tool, "proxy: a success went unrecorded: {why}");
-                        }
+                        // Reported off the answer's path: the model has its result at once.
+                        let governor = Arc::clone(&self.governor);
+                        tokio::spawn(async move {
+                            if let Err(why) = governor.succeeded(&task, &tool).await {
+                                tracing::warn!(%tool, "proxy: a success went unrecorded: {why}");
+                            }
+                        });
                         Ok(response)
                     }
                     _ => Err(ErrorData::internal_error("the call was cancelled", None)),

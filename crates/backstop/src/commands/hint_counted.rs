@@ -7,6 +7,7 @@ use std::io::{self, Write};
 
 use backstop_core::Report;
 use backstop_core::recover::{Context, Step};
+use backstop_mcp::proxy::govern::{Governor, Refusal};
 use backstop_mcp::{ApiAnswer, ApiRequest, Backend, Remote};
 use backstop_server::catalog::Catalog;
 use backstop_server::mcp::InProcess;
@@ -19,12 +20,21 @@ use crate::output;
 use crate::settings::{Counter, OutputMode};
 
 /// Where the failures go.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum Sender {
     /// The service's router in this process, on the ledger.
     Local(InProcess),
     /// A running service.
     Remote(Remote),
+}
+
+impl Backend for Sender {
+    async fn send(&self, request: ApiRequest) -> Result<ApiAnswer, backstop_mcp::BackendError> {
+        match self {
+            Sender::Local(backend) => backend.send(request).await,
+            Sender::Remote(backend) => backend.send(request).await,
+        }
+    }
 }
 
 /// What `/v1/recover` answered for one failure.
@@ -106,6 +116,23 @@ impl Counted {
             Sender::Remote(backend) => self.runtime.block_on(backend.send(request)),
         };
         sent.map_err(|e| e.to_string())
+    }
+
+    /// Why a call of `tool` as `operation` in `task` must not run, if it must not: the task
+    /// was stopped, the tool's breaker is open, or the call's attempts were spent (the
+    /// proxy's own check).
+    ///
+    /// # Errors
+    /// backstop could not be asked: why.
+    pub fn refusal(
+        &self,
+        task: &str,
+        tool: &str,
+        operation: &str,
+    ) -> Result<Option<Refusal>, String> {
+        let governor = Governor::new(self.sender.clone());
+        self.runtime
+            .block_on(governor.refusal(task, tool, operation))
     }
 
     /// Sends one failure of `task` and reads the answer.

@@ -189,72 +189,17 @@ fn counter(args: &HookArgs, err: &mut impl Write) -> io::Result<Option<Counter>>
     }))
 }
 
-/// A read the hook needs: the answer's body, or why not.
-fn read(counted: &Counted, path: &str) -> Result<Value, String> {
-    match counted.send(ApiRequest::get(path))? {
-        ApiAnswer { status: 200, body } => Ok(body),
-        ApiAnswer { status, body } => Err(format!("GET {path} was refused ({status}): {body}")),
-    }
-}
-
 /// `PreToolUse`: deny a call of a stopped session, to a tool whose breaker is open, or that
-/// repeats a call on which the caller spent every attempt; otherwise say nothing.
+/// repeats a call on which the caller spent every attempt (the proxy's check); otherwise say
+/// nothing.
 fn before(counted: &Counted, document: &Document) -> Result<Option<Value>, String> {
-    let task = read(
-        counted,
-        &format!(
-            "/v1/tasks/{}",
-            backstop_mcp::tools::encode(&document.session)
-        ),
-    )?;
-    let deny = if let Some(by) = task.get("stopped_by").and_then(Value::as_str) {
-        Some(format!(
-            "backstop: this session was stopped by {by}. Do not retry and do not use another tool; \
-             report it. An operator must reset the task before anything else runs."
-        ))
-    } else {
-        let tools = read(counted, "/v1/tools")?;
-        let open = tools
-            .get("tools")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .find(|t| t.get("tool").and_then(Value::as_str) == Some(&document.tool))
-            .and_then(|t| t.pointer("/breaker/state"))
-            .and_then(Value::as_str)
-            == Some("open");
-        if open {
-            Some(format!(
-                "backstop: {} is failing too often to call now (its circuit breaker is open); \
-                 wait before calling it again, or use another tool that can do this.",
-                document.tool
-            ))
-        } else {
-            let operation = backstop_mcp::proxy::operation_of(&document.input);
-            let approaches = read(counted, "/v1/approaches")?;
-            approaches
-                .get("approaches")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .find(|a| {
-                    a.get("tool").and_then(Value::as_str) == Some(&document.tool)
-                        && a.get("operation").and_then(Value::as_str) == Some(&operation)
-                })
-                .map(|a| {
-                    format!(
-                        "backstop: this exact call failed before and every attempt was spent: {}. \
-                         Change approach: another tool, other arguments, or hand it to a person.",
-                        a.get("summary").and_then(Value::as_str).unwrap_or_default()
-                    )
-                })
-        }
-    };
-    Ok(deny.map(|reason| {
+    let operation = backstop_mcp::proxy::operation_of(&document.input);
+    let refusal = counted.refusal(&document.session, &document.tool, &operation)?;
+    Ok(refusal.map(|refusal| {
         json!({"hookSpecificOutput": {
             "hookEventName": "PreToolUse",
             "permissionDecision": "deny",
-            "permissionDecisionReason": reason,
+            "permissionDecisionReason": format!("backstop: {}", refusal.line),
         }})
     }))
 }

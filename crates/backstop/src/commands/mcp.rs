@@ -36,15 +36,24 @@ pub fn run(args: &McpArgs, err: &mut impl Write) -> io::Result<u8> {
     runtime.block_on(serve_stdio(backend, err))
 }
 
+/// Requests per second a stdio server's own router allows: no limit that matters (finite, so the
+/// token bucket's arithmetic stays finite).
+const LOCAL_RATE: f64 = 1e12;
+
 /// The service's router in this process over the config's ledger, as the backend of a stdio
 /// server (`mcp`, `proxy`); `Err(exit code)` once why not is written to `err`. The local
 /// operator's own connection: no keys, and no notifications sent from here.
 pub(super) fn local_backend(
     runtime: &tokio::runtime::Runtime,
-    config: Config,
+    mut config: Config,
     config_path: Option<std::path::PathBuf>,
     err: &mut impl Write,
 ) -> io::Result<Result<InProcess, u8>> {
+    // The per-caller rate limit guards a shared service from a flooding caller; in this
+    // process the one caller is the local operator's own agent, and the limit would only
+    // throttle it against itself (a proxy asks backstop several times per tool call).
+    config.limits.rate_per_second = LOCAL_RATE;
+    config.limits.burst = LOCAL_RATE;
     let catalog = match Catalog::load(&config) {
         Ok(catalog) => catalog,
         Err(issues) => {

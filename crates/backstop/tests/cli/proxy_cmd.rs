@@ -281,3 +281,34 @@ fn bad_flags_and_settings_are_refused_with_their_paths_and_leave_nothing() {
         .collect();
     assert!(left.is_empty(), "a refused proxy left {left:?}");
 }
+
+#[test]
+fn the_proxys_own_router_never_rate_limits_it_against_itself() {
+    let temp = TempDir::new("proxy-rate");
+    let dir = temp.path();
+    // A service's limit of 2 requests a second; each governed call asks backstop four times.
+    let config = temp.write(
+        "backstop.toml",
+        "db = \"proxy.db\"\n[limits]\nrate_per_second = 2\nburst = 2\n",
+    );
+    let mut proxy = Proxy::start(
+        dir,
+        &[
+            "--name",
+            "gone",
+            "--config",
+            config.to_str().unwrap(),
+            "--",
+            "/nonexistent/server",
+        ],
+    );
+    for used in 1..=4 {
+        let result = proxy.call("read", &json!({"path": "/a"}));
+        let step = &result["structuredContent"];
+        assert_eq!(step["attempts"]["task_used"], used, "{result}");
+    }
+    // Counted to the end: the class's attempts spent, the call is handed to a person.
+    let result = proxy.call("read", &json!({"path": "/a"}));
+    assert_eq!(result["structuredContent"]["action"], "escalate", "{result}");
+    proxy.close();
+}
