@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import Any, AsyncIterator
 
 import anyio
+import httpx2
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
-from conftest import npm_server
+from conftest import Served, npm_server
 
 
 class Proxy:
@@ -258,6 +260,8 @@ def test_filesystem_server_a_path_outside_its_sandbox_stops_the_session_until_re
                 capture_output=True, text=True, timeout=60,
             )
             assert reset.returncode == 0, reset.stderr
+            # The proxy reads the task's state at most once a second (docs/proxy.md).
+            await anyio.sleep(1.2)
             failed, texts, _ = await proxy.call("read_text_file", path=str(data / "a.txt"))
             assert not failed and texts == ["hello\n"], texts
             return task
@@ -291,3 +295,53 @@ def test_everything_server_passes_tools_prompts_and_resources_through(
             assert "through the proxy" in " ".join(texts)
 
     run(main)
+
+
+@asynccontextmanager
+async def proxied_over_http(served: Served, key: str | None) -> AsyncIterator[ClientSession]:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    async with httpx2.AsyncClient(headers=headers, timeout=60) as client:
+        async with streamable_http_client(f"{served.url}/proxy/test/mcp", http_client=client) as (
+            read,
+            write,
+            *_,
+        ):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                yield session
+
+
+def test_a_proxy_entry_is_served_on_streamable_http_behind_the_keys(served: Served) -> None:
+    async def main() -> None:
+        async with proxied_over_http(served, served.agent_key) as session:
+            names = {tool.name for tool in (await session.list_tools()).tools}
+            assert "flaky" in names and "charge" in names
+            # A trusted read-only tool is resent by the proxy until it works.
+            result = await session.call_tool("flaky", {"key": "h1", "failures": 2})
+            assert not result.is_error, result
+            assert [block.text for block in result.content] == ["ok after 3 runs"]
+            # A non-idempotent call that timed out after taking effect runs once.
+            result = await session.call_tool("charge", {"key": "h2", "amount": 5})
+            assert result.is_error
+            step = result.structured_content or {}
+            assert step["action"] == "reconcile", step
+            assert step["task"].startswith("test-"), step
+        await anyio.sleep(1)
+        runs = served.log.read_text().splitlines()
+        assert runs.count("flaky h1") == 3
+        assert runs.count("charge h2") == 1
+
+    anyio.run(main)
+
+
+def test_a_proxy_entry_refuses_a_client_without_a_key(served: Served) -> None:
+    answer = httpx2.post(
+        f"{served.url}/proxy/test/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}},
+        headers={"Accept": "application/json, text/event-stream"},
+        timeout=30,
+    )
+    assert answer.status_code == 401, answer.text
+    assert not served.log.exists(), "the upstream never ran for a refused client"

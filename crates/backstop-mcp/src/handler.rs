@@ -80,7 +80,7 @@ impl<B: Backend> BackstopMcp<B> {
 }
 
 /// The `Authorization` header of the HTTP request that carried this MCP request, if any.
-fn authorization(context: &RequestContext<RoleServer>) -> Option<String> {
+pub(crate) fn authorization(context: &RequestContext<RoleServer>) -> Option<String> {
     context
         .extensions
         .get::<http::request::Parts>()

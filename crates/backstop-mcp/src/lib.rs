@@ -6,6 +6,7 @@
 //! - `tools`: the tools and the API request each call becomes
 //! - `lines`: the one line of text each result carries for an LLM
 //! - `handler`: the MCP server itself, over any backend
+//! - `hooks`: agents' tool hooks answered (`backstop hook`, `POST /v1/hooks/{agent}`)
 //! - `proxy`: `backstop proxy`, an upstream MCP server behind backstop, every tool call governed
 //!
 //! The service's router in this process is a backend too; `backstop-server` provides it, and
@@ -14,6 +15,7 @@
 
 pub mod backend;
 pub mod handler;
+pub mod hooks;
 pub mod lines;
 pub mod proxy;
 pub mod remote;

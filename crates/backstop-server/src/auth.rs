@@ -82,11 +82,15 @@ pub async fn authenticate(
 /// calls each become an API request that is authenticated and rated on its own.
 pub async fn require_key(
     State(state): State<Arc<AppState>>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     match identify(&state, &request) {
-        Ok(_) => next.run(request).await,
+        Ok(caller) => {
+            // A proxy names a client's task by its caller when it names none.
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
         Err(refusal) => refusal.into_response(),
     }
 }

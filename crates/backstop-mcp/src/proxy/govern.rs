@@ -1,6 +1,10 @@
 //! The proxy's questions to backstop, over the same API `/v1/recover` answers agents on: is
 //! this call allowed, what now after this failure, this call worked.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
 use backstop_core::Report;
 use backstop_core::recover::{Action, Context};
 use serde_json::{Value, json};
@@ -8,10 +12,28 @@ use serde_json::{Value, json};
 use crate::backend::{ApiAnswer, ApiRequest, Backend};
 use crate::tools::encode;
 
-/// Asks backstop, on the ledger in this process or a service (`--server`).
+/// How long the state a call is checked against is reused: a failure this proxy counts
+/// forgets it at once; what another proxy or an operator changed is seen within this.
+pub const CHECK_TTL: Duration = Duration::from_secs(1);
+
+/// The most (task, caller) checks kept at once.
+const CHECKS_KEPT: usize = 1024;
+
+/// The state a call is checked against, as read.
 #[derive(Debug, Clone)]
+struct Checked {
+    at: Instant,
+    task: Value,
+    tools: Value,
+    approaches: Value,
+}
+
+/// Asks backstop, on the ledger in this process or a service (`--server`).
+#[derive(Debug)]
 pub struct Governor<B> {
     backend: B,
+    /// The last state read per task and `Authorization` (approaches are the caller's).
+    checked: Mutex<HashMap<(String, Option<String>), Checked>>,
 }
 
 /// A recovery step, as the service wrote it, and the parts the proxy acts on.
@@ -30,11 +52,53 @@ pub struct Answered {
 impl<B: Backend> Governor<B> {
     /// A governor asking `backend`.
     pub fn new(backend: B) -> Self {
-        Governor { backend }
+        Governor {
+            backend,
+            checked: Mutex::new(HashMap::new()),
+        }
     }
 
-    async fn read(&self, path: &str) -> Result<Value, String> {
-        match self.backend.send(ApiRequest::get(path)).await {
+    /// The task's state, its tools' and the caller's approaches: read at most once per
+    /// [`CHECK_TTL`], the three reads at once.
+    async fn checked(&self, task: &str, authorization: Option<&str>) -> Result<Checked, String> {
+        let key = (task.to_owned(), authorization.map(str::to_owned));
+        if let Some(found) = self.checked.lock().ok().and_then(|m| m.get(&key).cloned())
+            && found.at.elapsed() < CHECK_TTL
+        {
+            return Ok(found);
+        }
+        let task_path = format!("/v1/tasks/{}", encode(task));
+        let (view, tools, approaches) = tokio::join!(
+            self.read(&task_path, authorization),
+            self.read("/v1/tools", authorization),
+            self.read("/v1/approaches", authorization),
+        );
+        let found = Checked {
+            at: Instant::now(),
+            task: view?,
+            tools: tools?,
+            approaches: approaches?,
+        };
+        if let Ok(mut kept) = self.checked.lock() {
+            if kept.len() >= CHECKS_KEPT {
+                kept.clear();
+            }
+            kept.insert(key, found.clone());
+        }
+        Ok(found)
+    }
+
+    /// Forgets every state read: this proxy just changed it.
+    fn forget_checks(&self) {
+        if let Ok(mut kept) = self.checked.lock() {
+            kept.clear();
+        }
+    }
+
+    async fn read(&self, path: &str, authorization: Option<&str>) -> Result<Value, String> {
+        let mut request = ApiRequest::get(path);
+        request.authorization = authorization.map(str::to_owned);
+        match self.backend.send(request).await {
             Ok(ApiAnswer { status: 200, body }) => Ok(body),
             Ok(ApiAnswer { status, body }) => {
                 Err(format!("GET {path} was refused ({status}): {body}"))
@@ -46,20 +110,21 @@ impl<B: Backend> Governor<B> {
     /// Why a call of `tool` as `operation` in `task` must not reach the upstream, if it must
     /// not: the task was stopped, the tool's breaker is open, or the caller spent every attempt
     /// of a class on this very call before.
+    ///
+    /// `authorization` is the client's `Authorization` header, for a service with keys.
     pub async fn refusal(
         &self,
         task: &str,
         tool: &str,
         operation: &str,
+        authorization: Option<&str>,
     ) -> Result<Option<Refusal>, String> {
-        // The three reads at once: a call waits for the slowest, not for their sum.
-        let task_path = format!("/v1/tasks/{}", encode(task));
-        let (view, tools, approaches) = tokio::join!(
-            self.read(&task_path),
-            self.read("/v1/tools"),
-            self.read("/v1/approaches"),
-        );
-        let view = view?;
+        let Checked {
+            task: view,
+            tools,
+            approaches,
+            ..
+        } = self.checked(task, authorization).await?;
         if let Some(by) = view.get("stopped_by").and_then(Value::as_str) {
             return Ok(Some(Refusal {
                 line: format!(
@@ -68,7 +133,6 @@ impl<B: Backend> Governor<B> {
                 body: json!({"refused": "task_stopped", "task": task, "tool": tool, "stopped_by": by}),
             }));
         }
-        let tools = tools?;
         let breaker = tools
             .get("tools")
             .and_then(Value::as_array)
@@ -90,7 +154,6 @@ impl<B: Backend> Governor<B> {
                 body: json!({"refused": "breaker_open", "task": task, "tool": tool, "breaker": breaker}),
             }));
         }
-        let approaches = approaches?;
         let spent = approaches
             .get("approaches")
             .and_then(Value::as_array)
@@ -113,24 +176,26 @@ impl<B: Backend> Governor<B> {
         }))
     }
 
-    /// One failure of `task`, counted; the step backstop answers.
+    /// One failure of `task`, counted; the step backstop answers. `may_have_taken_effect`
+    /// says what the caller knows of it (a call sent and unanswered may have).
     pub async fn failed(
         &self,
         task: &str,
         report: &Report,
-        may_have_taken_effect: bool,
+        may_have_taken_effect: Option<bool>,
+        authorization: Option<&str>,
     ) -> Result<Answered, String> {
+        // Unsaid, it is read from the report.
         let given = Context {
-            may_have_taken_effect: Some(may_have_taken_effect),
+            may_have_taken_effect,
             ..Context::default()
         };
         let context = Context::for_report(given, report);
         let body = json!({"task": task, "report": report, "context": context});
-        let step = match self
-            .backend
-            .send(ApiRequest::post("/v1/recover", body))
-            .await
-        {
+        self.forget_checks();
+        let mut request = ApiRequest::post("/v1/recover", body);
+        request.authorization = authorization.map(str::to_owned);
+        let step = match self.backend.send(request).await {
             Ok(ApiAnswer { status: 200, body }) => body,
             Ok(ApiAnswer { status, body }) => {
                 return Err(format!("POST /v1/recover was refused ({status}): {body}"));
@@ -150,13 +215,16 @@ impl<B: Backend> Governor<B> {
 
     /// A call of `tool` in `task` worked: its breaker, its budget and the task's counters hear
     /// it.
-    pub async fn succeeded(&self, task: &str, tool: &str) -> Result<(), String> {
+    pub async fn succeeded(
+        &self,
+        task: &str,
+        tool: &str,
+        authorization: Option<&str>,
+    ) -> Result<(), String> {
         let body = json!({"tool": tool, "outcome": "success", "task": task});
-        match self
-            .backend
-            .send(ApiRequest::post("/v1/outcomes", body))
-            .await
-        {
+        let mut request = ApiRequest::post("/v1/outcomes", body);
+        request.authorization = authorization.map(str::to_owned);
+        match self.backend.send(request).await {
             Ok(ApiAnswer { status: 200, .. }) => Ok(()),
             Ok(ApiAnswer { status, body }) => {
                 Err(format!("POST /v1/outcomes was refused ({status}): {body}"))

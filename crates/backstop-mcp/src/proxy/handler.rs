@@ -8,7 +8,7 @@ use backstop_core::issue::{MAX_NAME_CHARS, check_name};
 use backstop_core::recover::Action;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
-    ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation,
+    ContentBlock, DiscoverResult, GetPromptRequestParams, GetPromptResponse, Implementation,
     InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
     ReadResourceResponse, ServerCapabilities, ServerConfig,
@@ -22,6 +22,7 @@ use super::outcome::{Outcome, operation_of};
 use super::settings::ProxySettings;
 use super::upstream::{CallLimits, Upstream};
 use crate::backend::Backend;
+use crate::handler::authorization;
 use crate::lines;
 
 /// The `_meta` key a client names its task with, when the session is not the task.
@@ -30,49 +31,86 @@ pub const TASK_META_KEY: &str = "backstop/task";
 /// The most times the proxy sends one call, resends included.
 const MAX_SENDS: u32 = 10;
 
-/// `backstop proxy`: one upstream MCP server behind backstop.
-#[derive(Debug)]
+/// How a call's task is named when the client names none in `_meta`: the stdio session's
+/// name, or (on HTTP) one read from the request.
+#[derive(Clone)]
+pub struct DefaultTask(Arc<NameTask>);
+
+/// Names a call's task from its request.
+type NameTask = dyn Fn(&RequestContext<RoleServer>) -> String + Send + Sync;
+
+impl DefaultTask {
+    /// Every call's task is `task` (a stdio session).
+    pub fn fixed(task: String) -> Self {
+        DefaultTask(Arc::new(move |_| task.clone()))
+    }
+
+    /// The task is what `name` reads from the request.
+    pub fn from_request(
+        name: impl Fn(&RequestContext<RoleServer>) -> String + Send + Sync + 'static,
+    ) -> Self {
+        DefaultTask(Arc::new(name))
+    }
+}
+
+impl std::fmt::Debug for DefaultTask {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DefaultTask")
+    }
+}
+
+/// `backstop proxy`: one upstream MCP server behind backstop. Handlers of one proxy (one per
+/// HTTP session) share its upstream and its governor.
+#[derive(Debug, Clone)]
 pub struct ProxyServer<B> {
-    settings: ProxySettings,
-    session: String,
+    settings: Arc<ProxySettings>,
     upstream: Arc<Upstream>,
     governor: Arc<Governor<B>>,
-    info: ServerConfig,
+    default_task: DefaultTask,
+    /// Whether the one client is told when the upstream's lists change (stdio).
+    stdio: bool,
 }
 
 impl<B: Backend> ProxyServer<B> {
-    /// Starts the upstream and readies the proxy for the session `session` (a task name). An
-    /// upstream that cannot start is not fatal: the proxy serves, each request tries again,
-    /// and the failure is what the client reads.
-    pub async fn start(settings: ProxySettings, session: String, backend: B) -> Self {
-        let upstream = Arc::new(Upstream::new(
-            settings.command.clone(),
-            Duration::from_secs(settings.start_timeout_s),
-        ));
-        let info = match upstream.peer().await {
-            Ok(_) => upstream
-                .info()
-                .await
-                .unwrap_or_else(|| fallback_info(&settings)),
-            Err(why) => {
-                tracing::error!(proxy = %settings.name, "proxy: the upstream is not running: {why}");
-                fallback_info(&settings)
-            }
-        };
+    /// A handler of a proxy whose parts are shared: its upstream and its governor.
+    pub fn new(
+        settings: Arc<ProxySettings>,
+        upstream: Arc<Upstream>,
+        governor: Arc<Governor<B>>,
+        default_task: DefaultTask,
+    ) -> Self {
         ProxyServer {
             settings,
-            session,
             upstream,
-            governor: Arc::new(Governor::new(backend)),
-            info,
+            governor,
+            default_task,
+            stdio: false,
         }
+    }
+
+    /// The stdio proxy of one session (a task name): the upstream is started first. An
+    /// upstream that cannot start is not fatal: the proxy serves, each request tries again,
+    /// and the failure is what the client reads.
+    pub async fn start_stdio(settings: ProxySettings, session: String, backend: B) -> Self {
+        let upstream = Arc::new(Upstream::for_settings(&settings));
+        if let Err(why) = upstream.peer().await {
+            tracing::error!(proxy = %settings.name, "proxy: the upstream is not running: {why}");
+        }
+        let mut server = ProxyServer::new(
+            Arc::new(settings),
+            upstream,
+            Arc::new(Governor::new(backend)),
+            DefaultTask::fixed(session),
+        );
+        server.stdio = true;
+        server
     }
 
     /// The task a call belongs to: the one the client names in `_meta`, else the session.
     fn task_of(&self, context: &RequestContext<RoleServer>) -> Result<String, String> {
         let path = format!("_meta.{TASK_META_KEY}");
         match context.meta.get(TASK_META_KEY) {
-            None | Some(Value::Null) => Ok(self.session.clone()),
+            None | Some(Value::Null) => Ok((self.default_task.0)(context)),
             Some(Value::String(task)) => {
                 let mut issues = Vec::new();
                 let fits = check_name(task, &path, "bad_name", "a task name", &mut issues);
@@ -118,7 +156,9 @@ impl<B: Backend> ProxyServer<B> {
         };
         let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
         let operation = operation_of(&arguments);
-        match self.governor.refusal(&task, &tool, &operation).await {
+        let auth = authorization(context);
+        let auth = auth.as_deref();
+        match self.governor.refusal(&task, &tool, &operation, auth).await {
             Ok(Some(refusal)) => {
                 return Ok(
                     failure(format!("backstop: {}", refusal.line), None, refusal.body).into(),
@@ -143,8 +183,11 @@ impl<B: Backend> ProxyServer<B> {
                     Outcome::Success(response) => {
                         // Reported off the answer's path: the model has its result at once.
                         let governor = Arc::clone(&self.governor);
+                        let auth = auth.map(str::to_owned);
                         tokio::spawn(async move {
-                            if let Err(why) = governor.succeeded(&task, &tool).await {
+                            if let Err(why) =
+                                governor.succeeded(&task, &tool, auth.as_deref()).await
+                            {
                                 tracing::warn!(%tool, "proxy: a success went unrecorded: {why}");
                             }
                         });
@@ -155,7 +198,7 @@ impl<B: Backend> ProxyServer<B> {
             };
             let answered = match self
                 .governor
-                .failed(&task, &report, outcome.may_have_taken_effect())
+                .failed(&task, &report, Some(outcome.may_have_taken_effect()), auth)
                 .await
             {
                 Ok(answered) => answered,
@@ -259,7 +302,9 @@ fn upstream_error(error: ServiceError) -> ErrorData {
 
 impl<B: Backend> ServerHandler for ProxyServer<B> {
     fn get_info(&self) -> ServerConfig {
-        self.info.clone()
+        self.upstream
+            .info()
+            .unwrap_or_else(|| fallback_info(&self.settings))
     }
 
     async fn initialize(
@@ -267,9 +312,25 @@ impl<B: Backend> ServerHandler for ProxyServer<B> {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
+        // The upstream's capabilities are the proxy's: start it first (its failure is said
+        // by the fallback's instructions and by each request).
+        let _ = self.upstream.peer().await;
         context.peer.set_peer_info(request.clone());
-        self.upstream.set_downstream(context.peer.clone());
+        if self.stdio {
+            self.upstream.set_downstream(context.peer.clone());
+        }
         self.negotiate_initialize(&request)
+    }
+
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        let _ = self.upstream.peer().await;
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
     }
 
     async fn list_tools(

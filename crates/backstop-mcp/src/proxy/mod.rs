@@ -12,6 +12,8 @@ pub mod outcome;
 pub mod settings;
 pub mod upstream;
 
-pub use handler::{ProxyServer, TASK_META_KEY};
+pub use govern::Governor;
+pub use handler::{DefaultTask, ProxyServer, TASK_META_KEY};
 pub use outcome::operation_of;
 pub use settings::{ProxySettings, ToolSettings};
+pub use upstream::Upstream;

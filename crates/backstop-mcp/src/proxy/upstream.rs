@@ -21,12 +21,16 @@ use rmcp::{ClientHandler, RoleClient, RoleServer, ServiceExt};
 use super::outcome::Outcome;
 use super::settings::ToolHints;
 
+/// The client a call came from, and its progress token.
+type Downstream = (Peer<RoleServer>, ProgressToken);
+
 /// The client side of the proxy: what it hears from the upstream goes on downstream.
 #[derive(Debug, Clone, Default)]
 pub struct UpstreamClient {
+    /// The one client of a stdio proxy, told when the upstream's lists change.
     downstream: Arc<OnceLock<Peer<RoleServer>>>,
-    /// The downstream client's progress token of each call out, by the upstream's token.
-    progress: Arc<Mutex<HashMap<ProgressToken, ProgressToken>>>,
+    /// The client and its progress token of each call out, by the upstream's token.
+    progress: Arc<Mutex<HashMap<ProgressToken, Downstream>>>,
 }
 
 impl UpstreamClient {
@@ -41,12 +45,12 @@ impl ClientHandler for UpstreamClient {
         mut params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        let token = self
+        let found = self
             .progress
             .lock()
             .ok()
             .and_then(|map| map.get(&params.progress_token).cloned());
-        if let (Some(token), Some(peer)) = (token, self.downstream()) {
+        if let Some((peer, token)) = found {
             params.progress_token = token;
             let _ = peer.notify_progress(params).await;
         }
@@ -89,6 +93,8 @@ pub struct Upstream {
     client: UpstreamClient,
     connection: tokio::sync::Mutex<Option<RunningService<RoleClient, UpstreamClient>>>,
     hints: Mutex<HashMap<String, ToolHints>>,
+    /// What the upstream said of itself when it last connected.
+    info: Mutex<Option<InitializeResult>>,
 }
 
 /// The limits of one call.
@@ -110,7 +116,16 @@ impl Upstream {
             client: UpstreamClient::default(),
             connection: tokio::sync::Mutex::new(None),
             hints: Mutex::new(HashMap::new()),
+            info: Mutex::new(None),
         }
+    }
+
+    /// The upstream a proxy's settings name.
+    pub fn for_settings(settings: &super::ProxySettings) -> Self {
+        Upstream::new(
+            settings.command.clone(),
+            Duration::from_secs(settings.start_timeout_s),
+        )
     }
 
     /// Where the upstream's notifications go, once the downstream client is there.
@@ -119,16 +134,23 @@ impl Upstream {
     }
 
     /// What the proxy says it is downstream: the upstream's capabilities, identity and
-    /// instructions, once connected.
-    pub async fn info(&self) -> Option<InitializeResult> {
-        let guard = self.connection.lock().await;
-        let peer_info = guard.as_ref()?.peer().peer_info()?;
+    /// instructions, as it last connected.
+    pub fn info(&self) -> Option<InitializeResult> {
+        self.info.lock().ok().and_then(|info| info.clone())
+    }
+
+    fn remember_info(&self, running: &RunningService<RoleClient, UpstreamClient>) {
+        let Some(peer_info) = running.peer().peer_info() else {
+            return;
+        };
         let mut info = InitializeResult::new(peer_info.capabilities.clone());
         if let Some(server) = &peer_info.server_info {
             info.server_info = server.clone();
         }
         info.instructions.clone_from(&peer_info.instructions);
-        Some(info)
+        if let Ok(mut kept) = self.info.lock() {
+            *kept = Some(info);
+        }
     }
 
     /// The connection's peer, starting the upstream when it is not running.
@@ -146,6 +168,7 @@ impl Upstream {
             let _ = dead.cancel().await;
         }
         let running = self.connect().await?;
+        self.remember_info(&running);
         let peer = running.peer().clone();
         *guard = Some(running);
         Ok(peer)
@@ -233,7 +256,7 @@ impl Upstream {
         if let Some(token) = downstream.meta.get_progress_token()
             && let Ok(mut map) = self.client.progress.lock()
         {
-            map.insert(upstream_token.clone(), token);
+            map.insert(upstream_token.clone(), (downstream.peer.clone(), token));
         }
         let outcome = tokio::select! {
             answer = handle.await_response() => self.read_answer(answer).await,

@@ -24,6 +24,7 @@ use crate::routes::{
         tasks::show,
         tasks::reset,
         approaches::list,
+        crate::hooks::answer,
         jobs::list,
         jobs::show,
         cases::decide,

@@ -26,11 +26,15 @@ pub mod suppressions;
 pub mod tasks;
 pub mod webhooks;
 
-/// Every route, with authentication, limits and metrics; MCP at `/mcp`; the operator's page
-/// at `/ui`.
+/// Every route, with authentication, limits and metrics; MCP at `/mcp` and each `[[proxy]]`
+/// at `/proxy/NAME/mcp`; the operator's page at `/ui`.
 pub fn router(state: Arc<AppState>) -> Router {
     let api = api_router(Arc::clone(&state));
+    let proxies = crate::proxy::routes(&state, &api);
+    let hooks = crate::hooks::routes(&state, &api);
     let mcp = crate::mcp::routes(&state, api)
+        .merge(proxies)
+        .merge(hooks)
         .route_layer(middleware::from_fn_with_state(Arc::clone(&state), count));
     let ui = crate::ui::routes(&state)
         .route_layer(middleware::from_fn_with_state(Arc::clone(&state), count));

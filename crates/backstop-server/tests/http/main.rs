@@ -17,6 +17,7 @@ mod edge;
 mod effects;
 mod fleet;
 mod fuzz;
+mod hooks;
 mod idempotency;
 mod jobs;
 mod keeping;

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use crate::support::{AGENT_A, Answer, OPERATOR, Server, start, vendor};
 
 /// Every route the router serves.
-const ROUTES: [(&str, &str); 23] = [
+const ROUTES: [(&str, &str); 24] = [
     ("post", "/v1/classify"),
     ("post", "/v1/recover"),
     ("post", "/v1/outcomes"),
@@ -14,6 +14,7 @@ const ROUTES: [(&str, &str); 23] = [
     ("get", "/v1/tasks/{task}"),
     ("post", "/v1/tasks/{task}/reset"),
     ("get", "/v1/approaches"),
+    ("post", "/v1/hooks/{agent}"),
     ("get", "/v1/jobs"),
     ("get", "/v1/jobs/{job}"),
     ("get", "/v1/jobs/{job}/cases/{id}"),

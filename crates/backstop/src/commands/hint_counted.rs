@@ -7,7 +7,8 @@ use std::io::{self, Write};
 
 use backstop_core::Report;
 use backstop_core::recover::{Context, Step};
-use backstop_mcp::proxy::govern::{Governor, Refusal};
+use backstop_mcp::hooks;
+use backstop_mcp::proxy::Governor;
 use backstop_mcp::{ApiAnswer, ApiRequest, Backend, Remote};
 use backstop_server::catalog::Catalog;
 use backstop_server::mcp::InProcess;
@@ -118,21 +119,15 @@ impl Counted {
         sent.map_err(|e| e.to_string())
     }
 
-    /// Why a call of `tool` as `operation` in `task` must not run, if it must not: the task
-    /// was stopped, the tool's breaker is open, or the call's attempts were spent (the
-    /// proxy's own check).
+    /// The answer to one hook document (`backstop hook`): what `POST /v1/hooks/{agent}`
+    /// answers, on this ledger or service.
     ///
     /// # Errors
     /// backstop could not be asked: why.
-    pub fn refusal(
-        &self,
-        task: &str,
-        tool: &str,
-        operation: &str,
-    ) -> Result<Option<Refusal>, String> {
+    pub fn answer_hook(&self, document: &hooks::Document) -> Result<Option<Value>, String> {
         let governor = Governor::new(self.sender.clone());
         self.runtime
-            .block_on(governor.refusal(task, tool, operation))
+            .block_on(hooks::answer(&governor, document, None))
     }
 
     /// Sends one failure of `task` and reads the answer.

@@ -62,7 +62,7 @@ async fn serve_stdio(
     backend: impl Backend,
     err: &mut impl Write,
 ) -> io::Result<u8> {
-    let proxy = ProxyServer::start(settings, session, backend).await;
+    let proxy = ProxyServer::start_stdio(settings, session, backend).await;
     let server = match proxy.serve(backstop_mcp::rmcp::transport::stdio()).await {
         Ok(server) => server,
         Err(e) => {

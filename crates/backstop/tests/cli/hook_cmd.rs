@@ -183,7 +183,7 @@ fn bad_documents_are_refused_on_stderr_with_exit_1_and_nothing_is_counted() {
         ("[1, 2]".to_owned(), "stdin"),
         (json!({"hook_event_name": "PreToolUse", "tool_name": "Bash"}).to_string(), "session_id"),
         (json!({"hook_event_name": "PreToolUse", "session_id": "s", "tool_name": "Bash", "tool_input": "ls"}).to_string(), "tool_input"),
-        (json!({"hook_event_name": "PostToolUseFailure", "session_id": "s", "tool_name": "Bash"}).to_string(), "error"),
+        (json!({"hook_event_name": "PostToolUseFailure", "session_id": "s", "tool_name": ""}).to_string(), "tool_name"),
         (json!({"hook_event_name": "PreToolUse", "session_id": "a\u{7}b", "tool_name": "Bash"}).to_string(), "session_id"),
     ] {
         let ran = run(&["hook", "--db", db], document.as_bytes());

@@ -309,6 +309,9 @@ fn the_proxys_own_router_never_rate_limits_it_against_itself() {
     }
     // Counted to the end: the class's attempts spent, the call is handed to a person.
     let result = proxy.call("read", &json!({"path": "/a"}));
-    assert_eq!(result["structuredContent"]["action"], "escalate", "{result}");
+    assert_eq!(
+        result["structuredContent"]["action"], "escalate",
+        "{result}"
+    );
     proxy.close();
 }
