@@ -69,7 +69,7 @@ def test_tools_pass_through_and_a_success_is_the_upstreams_result_unchanged(
         async with proxied(binary, tmp_path, upstream_command) as proxy:
             listed = await proxy.session.list_tools()
             names = {tool.name for tool in listed.tools}
-            assert names == {"flaky", "slow", "die", "charge", "lookup", "echo"}
+            assert names == {"flaky", "slow", "die", "charge", "lookup", "wait_for_cancel", "echo"}
             flaky = next(tool for tool in listed.tools if tool.name == "flaky")
             assert flaky.annotations is not None and flaky.annotations.read_only_hint is True
             failed, texts, structured = await proxy.call("echo", text="hello")
@@ -345,3 +345,96 @@ def test_a_proxy_entry_refuses_a_client_without_a_key(served: Served) -> None:
     )
     assert answer.status_code == 401, answer.text
     assert not served.log.exists(), "the upstream never ran for a refused client"
+
+
+def test_two_proxies_on_one_service_see_one_breaker(
+    binary: Path, served: Served, upstream_command: list[str]
+) -> None:
+    key_file = served.folder / "agent.key"
+    key_file.write_text(served.agent_key + "\n")
+    flags = ["--server", served.url, "--key-file", str(key_file)]
+
+    @asynccontextmanager
+    async def fleet_proxy(name: str) -> AsyncIterator[Proxy]:
+        params = StdioServerParameters(
+            command=str(binary),
+            args=["proxy", "--name", name, *flags, "--", *upstream_command],
+            env={**os.environ, "UPSTREAM_LOG": str(served.log)},
+        )
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                yield Proxy(session, served.log)
+
+    async def main() -> None:
+        async with fleet_proxy("first") as first:
+            opened = False
+            for attempt in range(40):
+                failed, texts, structured = await first.call("flaky", key=f"f{attempt}", failures=1000)
+                assert failed
+                state = (structured.get("breaker") or {}).get("state")
+                if structured.get("refused") == "breaker_open" or state == "open":
+                    opened = True
+                    break
+            assert opened, structured
+        runs_before = served.log.read_text().splitlines().count("flaky other")
+        async with fleet_proxy("second") as second:
+            failed, texts, structured = await second.call("flaky", key="other", failures=0)
+            assert failed, texts
+            assert structured["refused"] == "breaker_open", structured
+            assert texts[0].startswith("backstop: wait: flaky is failing too often"), texts[0]
+        assert served.log.read_text().splitlines().count("flaky other") == runs_before == 0
+
+    anyio.run(main)
+
+
+def test_progress_resets_the_timeout_up_to_its_hard_maximum_and_reaches_the_client(
+    binary: Path, tmp_path: Path
+) -> None:
+    entry = npm_server("server-everything")
+    tool = "trigger-long-running-operation"
+
+    async def main() -> None:
+        limits = ["--timeout", "1", "--max-timeout", "5"]
+        async with proxied(binary, tmp_path, ["node", str(entry), "stdio"], *limits) as proxy:
+            seen: list[float] = []
+
+            async def progress(done: float, total: float | None, message: str | None) -> None:
+                seen.append(done)
+
+            # 3 s in all, progress every 0.5 s: never 1 s without a word, so it completes.
+            result = await proxy.session.call_tool(
+                tool, {"duration": 3, "steps": 6}, progress_callback=progress
+            )
+            assert not result.is_error, result
+            assert seen == [1, 2, 3, 4, 5, 6], seen
+            # 2 s without progress: the idle timeout.
+            failed, texts, structured = await proxy.call(tool, duration=2, steps=1)
+            assert failed and "within 1 s" in texts[1], texts
+            # Progress every 0.5 s for 8 s: cut at the hard maximum, 5 s.
+            failed, texts, structured = await proxy.call(tool, duration=8, steps=16)
+            assert failed and "within 5 s" in texts[1], texts
+            # Neither is known to be safe to resend: unknown outcomes.
+            assert structured["action"] == "reconcile", structured
+
+    anyio.run(main)
+
+
+def test_a_clients_cancellation_is_passed_to_the_server(
+    binary: Path, tmp_path: Path, upstream_command: list[str]
+) -> None:
+    async def main() -> None:
+        async with proxied(binary, tmp_path, upstream_command) as proxy:
+            with anyio.move_on_after(1):
+                await proxy.session.call_tool("wait_for_cancel", {"key": "k"})
+            for _ in range(50):
+                if proxy.runs("cancelled", "k"):
+                    break
+                await anyio.sleep(0.1)
+            assert proxy.runs("wait_for_cancel", "k") == 1
+            assert proxy.runs("cancelled", "k") == 1, proxy.log.read_text()
+            # The proxy goes on serving.
+            failed, texts, _ = await proxy.call("echo", text="after")
+            assert not failed and texts == ["after"]
+
+    anyio.run(main)

@@ -1,4 +1,4 @@
-"""A small MCP server for backstop proxy's tests: tools that fail, hang, die and take effect.
+"""A small MCP server for backstop proxy's tests: tools that fail, hang, die, take effect, wait.
 
 Every execution of a tool is appended to `$UPSTREAM_LOG` (one line: the tool and its key), so
 a test counts how often the upstream really ran a call. Run over stdio by `backstop proxy`.
@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
@@ -70,6 +71,18 @@ def lookup(key: str, limit: int) -> str:
     if limit < 1:
         raise ToolError("invalid argument: limit must be a positive integer (got %d)" % limit)
     return f"{limit} rows"
+
+
+@server.tool(annotations=READ_ONLY)
+async def wait_for_cancel(key: str) -> str:
+    """Waits until cancelled, and logs the cancellation."""
+    record("wait_for_cancel", key)
+    try:
+        await anyio.sleep(60)
+    except anyio.get_cancelled_exc_class():
+        record("cancelled", key)
+        raise
+    return "never cancelled"
 
 
 @server.tool(annotations=READ_ONLY)
