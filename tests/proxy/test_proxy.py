@@ -438,3 +438,47 @@ def test_a_clients_cancellation_is_passed_to_the_server(
             assert not failed and texts == ["after"]
 
     anyio.run(main)
+
+
+def test_calls_that_work_in_between_do_not_hide_a_call_that_keeps_failing(
+    binary: Path, tmp_path: Path, upstream_command: list[str]
+) -> None:
+    async def main() -> None:
+        async with proxied(binary, tmp_path, upstream_command) as proxy:
+            actions = []
+            for _ in range(12):
+                failed, texts, structured = await proxy.call("flaky", key="i", failures=1000)
+                assert failed
+                actions.append(structured.get("action") or structured.get("refused"))
+                ok, texts, _ = await proxy.call("echo", text="fine")
+                assert not ok, texts
+            # Counted across the successes: handed off, then refused before the server.
+            assert "escalate" in actions, actions
+            assert actions[-1] == "approach_spent", actions
+            assert proxy.runs("flaky", "i") < 12
+
+    anyio.run(main)
+
+
+def test_the_failing_call_working_again_starts_the_sessions_counters_again(
+    binary: Path, tmp_path: Path, upstream_command: list[str]
+) -> None:
+    async def main() -> str:
+        async with proxied(binary, tmp_path, upstream_command) as proxy:
+            failed, _, structured = await proxy.call("flaky", key="j", failures=1)
+            assert failed and structured["attempts"]["task_used"] == 1, structured
+            task = structured["task"]
+            ok, texts, _ = await proxy.call("echo", text="another call")
+            assert not ok, texts
+            failed, texts, _ = await proxy.call("flaky", key="j", failures=1)
+            assert not failed, texts
+            await anyio.sleep(0.5)
+            return task
+
+    task = anyio.run(main)
+    shown = subprocess.run(
+        [str(binary), "task", "show", task, "--db", str(tmp_path / "ledger.db"), "--json"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["task_used"] == 0, shown.stdout

@@ -138,7 +138,7 @@ pub async fn answer<B: Backend>(
     let Some(error) = error else {
         // A call that worked: its breaker and budget, and the session's counters, hear it.
         governor
-            .succeeded(&document.session, &document.tool, authorization)
+            .succeeded(Some(&document.session), &document.tool, authorization)
             .await?;
         return Ok(None);
     };

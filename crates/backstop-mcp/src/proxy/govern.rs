@@ -1,7 +1,7 @@
 //! The proxy's questions to backstop, over the same API `/v1/recover` answers agents on: is
 //! this call allowed, what now after this failure, this call worked.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -34,6 +34,9 @@ pub struct Governor<B> {
     backend: B,
     /// The last state read per task and `Authorization` (approaches are the caller's).
     checked: Mutex<HashMap<(String, Option<String>), Checked>>,
+    /// The calls (task, tool, operation) that failed since their task's counters last started
+    /// again: only a success of one of them starts them again.
+    failing: Mutex<HashSet<(String, String, String)>>,
 }
 
 /// A recovery step, as the service wrote it, and the parts the proxy acts on.
@@ -55,6 +58,7 @@ impl<B: Backend> Governor<B> {
         Governor {
             backend,
             checked: Mutex::new(HashMap::new()),
+            failing: Mutex::new(HashSet::new()),
         }
     }
 
@@ -86,6 +90,32 @@ impl<B: Backend> Governor<B> {
             kept.insert(key, found.clone());
         }
         Ok(found)
+    }
+
+    /// Notes that `tool` as `operation` failed in `task`.
+    pub fn note_failure(&self, task: &str, tool: &str, operation: &str) {
+        if let Ok(mut failing) = self.failing.lock() {
+            if failing.len() >= CHECKS_KEPT * 4 {
+                failing.clear();
+            }
+            failing.insert((task.to_owned(), tool.to_owned(), operation.to_owned()));
+        }
+    }
+
+    /// Whether a success of `tool` as `operation` in `task` is the recovery of a call that
+    /// failed: then (and only then) the task's counters start again, and its noted failures
+    /// are forgotten. A success of another call leaves them counting, so a model that keeps
+    /// sending one failing call between calls that work is still stopped.
+    pub fn recovered(&self, task: &str, tool: &str, operation: &str) -> bool {
+        let Ok(mut failing) = self.failing.lock() else {
+            return false;
+        };
+        let key = (task.to_owned(), tool.to_owned(), operation.to_owned());
+        if !failing.contains(&key) {
+            return false;
+        }
+        failing.retain(|(t, _, _)| t != task);
+        true
     }
 
     /// Forgets every state read: this proxy just changed it.
@@ -213,15 +243,18 @@ impl<B: Backend> Governor<B> {
         })
     }
 
-    /// A call of `tool` in `task` worked: its breaker, its budget and the task's counters hear
-    /// it.
+    /// A call of `tool` worked: its breaker and its budget hear it, and, with `task`, the
+    /// task's counters start again.
     pub async fn succeeded(
         &self,
-        task: &str,
+        task: Option<&str>,
         tool: &str,
         authorization: Option<&str>,
     ) -> Result<(), String> {
-        let body = json!({"tool": tool, "outcome": "success", "task": task});
+        let mut body = json!({"tool": tool, "outcome": "success"});
+        if let Some(task) = task {
+            body["task"] = json!(task);
+        }
         let mut request = ApiRequest::post("/v1/outcomes", body);
         request.authorization = authorization.map(str::to_owned);
         match self.backend.send(request).await {

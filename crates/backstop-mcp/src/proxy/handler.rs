@@ -184,9 +184,12 @@ impl<B: Backend> ProxyServer<B> {
                         // Reported off the answer's path: the model has its result at once.
                         let governor = Arc::clone(&self.governor);
                         let auth = auth.map(str::to_owned);
+                        // Only the recovery of a call that failed starts its task's
+                        // counters again.
+                        let reset = governor.recovered(&task, &tool, &operation);
                         tokio::spawn(async move {
-                            if let Err(why) =
-                                governor.succeeded(&task, &tool, auth.as_deref()).await
+                            let task = reset.then_some(task.as_str());
+                            if let Err(why) = governor.succeeded(task, &tool, auth.as_deref()).await
                             {
                                 tracing::warn!(%tool, "proxy: a success went unrecorded: {why}");
                             }
@@ -196,6 +199,7 @@ impl<B: Backend> ProxyServer<B> {
                     _ => Err(ErrorData::internal_error("the call was cancelled", None)),
                 };
             };
+            self.governor.note_failure(&task, &tool, &operation);
             let answered = match self
                 .governor
                 .failed(&task, &report, Some(outcome.may_have_taken_effect()), auth)

@@ -26,7 +26,8 @@ _meta \"backstop/task\") and the tool as the tool:
            safe to resend: --idempotent TOOL (or `idempotent = true` in the config), or the
            server's readOnlyHint/idempotentHint with --trusted. A timeout or a dropped
            connection on any other tool is an unknown outcome: never sent again
-  success  passed on unchanged, and reported (the tool's breaker and the task hear it)
+  success  passed on unchanged, and reported to the tool's breaker; the recovery of a call that
+           failed before also starts the task's counters again
 A server that dies is started again on the next request; one that cannot start leaves the
 proxy up, answering each call with the failure.
 
