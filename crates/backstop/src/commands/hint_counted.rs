@@ -20,9 +20,10 @@ use super::{EXIT_ISSUES, EXIT_OK};
 use crate::output;
 use crate::settings::{Counter, OutputMode};
 
-/// Where the failures go.
+/// Where the failures go; also the one backend type of the stdio servers (`mcp`, `proxy`),
+/// so each is built once for both, not once per backend.
 #[derive(Debug, Clone)]
-enum Sender {
+pub enum Sender {
     /// The service's router in this process, on the ledger.
     Local(InProcess),
     /// A running service.

@@ -6,11 +6,12 @@ use std::path::Path;
 
 use backstop_core::Issue;
 use backstop_mcp::rmcp::ServiceExt;
-use backstop_mcp::{Backend, BackstopMcp, Remote};
+use backstop_mcp::{BackstopMcp, Remote};
 use backstop_server::catalog::Catalog;
 use backstop_server::mcp::InProcess;
 use backstop_server::{Config, routes};
 
+use super::hint_counted::Sender;
 use super::serve::{Notifies, build_state, config_file, open_store};
 use super::{EXIT_ISSUES, EXIT_OK};
 use crate::cli::McpArgs;
@@ -33,7 +34,7 @@ pub fn run(args: &McpArgs, err: &mut impl Write) -> io::Result<u8> {
         Ok(backend) => backend,
         Err(code) => return Ok(code),
     };
-    runtime.block_on(serve_stdio(backend, err))
+    runtime.block_on(serve_stdio(Sender::Local(backend), err))
 }
 
 /// Requests per second a stdio server's own router allows: no limit that matters (finite, so the
@@ -94,10 +95,10 @@ fn run_remote(
         return output::refuse_command(OutputMode::Human, &issues, &mut io::sink(), err);
     }
     tracing::info!(server = %server, "mcp: forwarding to a running service");
-    runtime.block_on(serve_stdio(Remote::new(server, key), err))
+    runtime.block_on(serve_stdio(Sender::Remote(Remote::new(server, key)), err))
 }
 
-async fn serve_stdio(backend: impl Backend, err: &mut impl Write) -> io::Result<u8> {
+async fn serve_stdio(backend: Sender, err: &mut impl Write) -> io::Result<u8> {
     let server = match BackstopMcp::new(backend)
         .serve(backstop_mcp::rmcp::transport::stdio())
         .await

@@ -4,11 +4,12 @@
 use std::io::{self, Write};
 
 use backstop_core::Issue;
+use backstop_mcp::Remote;
 use backstop_mcp::proxy::{ProxyServer, ProxySettings, ToolSettings};
 use backstop_mcp::rmcp::ServiceExt;
-use backstop_mcp::{Backend, Remote};
 use backstop_server::Config;
 
+use super::hint_counted::Sender;
 use super::serve::config_file;
 use super::{EXIT_ISSUES, EXIT_OK};
 use crate::cli::ProxyArgs;
@@ -47,19 +48,21 @@ pub fn run(args: &ProxyArgs, err: &mut impl Write) -> io::Result<u8> {
         .build()?;
     if let Some(remote) = remote {
         tracing::info!(proxy = %settings.name, "proxy: counting on a running service");
-        return runtime.block_on(Box::pin(serve_stdio(settings, session, remote, err)));
+        let backend = Sender::Remote(remote);
+        return runtime.block_on(Box::pin(serve_stdio(settings, session, backend, err)));
     }
     let backend = match super::mcp::local_backend(&runtime, config, args.config.clone(), err)? {
         Ok(backend) => backend,
         Err(code) => return Ok(code),
     };
+    let backend = Sender::Local(backend);
     runtime.block_on(Box::pin(serve_stdio(settings, session, backend, err)))
 }
 
 async fn serve_stdio(
     settings: ProxySettings,
     session: String,
-    backend: impl Backend,
+    backend: Sender,
     err: &mut impl Write,
 ) -> io::Result<u8> {
     let proxy = ProxyServer::start_stdio(settings, session, backend).await;
