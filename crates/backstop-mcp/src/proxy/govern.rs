@@ -2,7 +2,7 @@
 //! this call allowed, what now after this failure, this call worked.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use backstop_core::Report;
@@ -19,8 +19,11 @@ pub const CHECK_TTL: Duration = Duration::from_secs(1);
 /// The most (task, caller) checks kept at once.
 const CHECKS_KEPT: usize = 1024;
 
+/// Whose checks: the task, and the caller's `Authorization` (approaches are the caller's).
+type CheckKey = (String, Option<String>);
+
 /// The state a call is checked against, as read.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct Checked {
     at: Instant,
     task: Value,
@@ -33,7 +36,7 @@ struct Checked {
 pub struct Governor<B> {
     backend: B,
     /// The last state read per task and `Authorization` (approaches are the caller's).
-    checked: Mutex<HashMap<(String, Option<String>), Checked>>,
+    checked: Mutex<HashMap<CheckKey, Arc<Checked>>>,
     /// The calls (task, tool, operation) that failed since their task's counters last started
     /// again: only a success of one of them starts them again.
     failing: Mutex<HashSet<(String, String, String)>>,
@@ -64,7 +67,11 @@ impl<B: Backend> Governor<B> {
 
     /// The task's state, its tools' and the caller's approaches: read at most once per
     /// [`CHECK_TTL`], the three reads at once.
-    async fn checked(&self, task: &str, authorization: Option<&str>) -> Result<Checked, String> {
+    async fn checked(
+        &self,
+        task: &str,
+        authorization: Option<&str>,
+    ) -> Result<Arc<Checked>, String> {
         let key = (task.to_owned(), authorization.map(str::to_owned));
         if let Some(found) = self.checked.lock().ok().and_then(|m| m.get(&key).cloned())
             && found.at.elapsed() < CHECK_TTL
@@ -73,21 +80,21 @@ impl<B: Backend> Governor<B> {
         }
         let task_path = format!("/v1/tasks/{}", encode(task));
         let (view, tools, approaches) = tokio::join!(
-            self.read(&task_path, authorization),
-            self.read("/v1/tools", authorization),
-            self.read("/v1/approaches", authorization),
+            self.ask(ApiRequest::get(task_path), authorization),
+            self.ask(ApiRequest::get("/v1/tools"), authorization),
+            self.ask(ApiRequest::get("/v1/approaches"), authorization),
         );
-        let found = Checked {
+        let found = Arc::new(Checked {
             at: Instant::now(),
             task: view?,
             tools: tools?,
             approaches: approaches?,
-        };
+        });
         if let Ok(mut kept) = self.checked.lock() {
             if kept.len() >= CHECKS_KEPT {
                 kept.clear();
             }
-            kept.insert(key, found.clone());
+            kept.insert(key, Arc::clone(&found));
         }
         Ok(found)
     }
@@ -125,13 +132,19 @@ impl<B: Backend> Governor<B> {
         }
     }
 
-    async fn read(&self, path: &str, authorization: Option<&str>) -> Result<Value, String> {
-        let mut request = ApiRequest::get(path);
+    /// Sends `request` with the caller's `authorization`: the answer's body when it is a 200,
+    /// else why not.
+    async fn ask(
+        &self,
+        mut request: ApiRequest,
+        authorization: Option<&str>,
+    ) -> Result<Value, String> {
         request.authorization = authorization.map(str::to_owned);
+        let (method, path) = (request.method.as_str(), request.path.clone());
         match self.backend.send(request).await {
             Ok(ApiAnswer { status: 200, body }) => Ok(body),
             Ok(ApiAnswer { status, body }) => {
-                Err(format!("GET {path} was refused ({status}): {body}"))
+                Err(format!("{method} {path} was refused ({status}): {body}"))
             }
             Err(e) => Err(e.to_string()),
         }
@@ -149,12 +162,8 @@ impl<B: Backend> Governor<B> {
         operation: &str,
         authorization: Option<&str>,
     ) -> Result<Option<Refusal>, String> {
-        let Checked {
-            task: view,
-            tools,
-            approaches,
-            ..
-        } = self.checked(task, authorization).await?;
+        let checked = self.checked(task, authorization).await?;
+        let (view, tools, approaches) = (&checked.task, &checked.tools, &checked.approaches);
         if let Some(by) = view.get("stopped_by").and_then(Value::as_str) {
             return Ok(Some(Refusal {
                 line: format!(
@@ -223,15 +232,9 @@ impl<B: Backend> Governor<B> {
         let context = Context::for_report(given, report);
         let body = json!({"task": task, "report": report, "context": context});
         self.forget_checks();
-        let mut request = ApiRequest::post("/v1/recover", body);
-        request.authorization = authorization.map(str::to_owned);
-        let step = match self.backend.send(request).await {
-            Ok(ApiAnswer { status: 200, body }) => body,
-            Ok(ApiAnswer { status, body }) => {
-                return Err(format!("POST /v1/recover was refused ({status}): {body}"));
-            }
-            Err(e) => return Err(e.to_string()),
-        };
+        let step = self
+            .ask(ApiRequest::post("/v1/recover", body), authorization)
+            .await?;
         let action = step
             .get("action")
             .and_then(|a| serde_json::from_value(a.clone()).ok());
@@ -255,15 +258,9 @@ impl<B: Backend> Governor<B> {
         if let Some(task) = task {
             body["task"] = json!(task);
         }
-        let mut request = ApiRequest::post("/v1/outcomes", body);
-        request.authorization = authorization.map(str::to_owned);
-        match self.backend.send(request).await {
-            Ok(ApiAnswer { status: 200, .. }) => Ok(()),
-            Ok(ApiAnswer { status, body }) => {
-                Err(format!("POST /v1/outcomes was refused ({status}): {body}"))
-            }
-            Err(e) => Err(e.to_string()),
-        }
+        self.ask(ApiRequest::post("/v1/outcomes", body), authorization)
+            .await
+            .map(drop)
     }
 }
 

@@ -129,11 +129,16 @@ impl<B: Backend> ProxyServer<B> {
     /// Whether a call of `tool` may be sent again; the upstream's tool list is read once when
     /// its hints are not known yet.
     async fn resend_safe(&self, tool: &str) -> bool {
-        if self.upstream.hints(tool).is_none()
+        if self.settings.heeds_hints(tool)
+            && self.upstream.hints(tool).is_none()
             && let Ok(peer) = self.upstream.peer().await
             && let Ok(listed) = peer.list_all_tools().await
         {
             self.upstream.learn(&listed);
+            // A tool the list does not name has no hints: not listed again for each call.
+            if self.upstream.hints(tool).is_none() {
+                self.upstream.learn_unlisted(tool);
+            }
         }
         self.settings
             .resend_safe(tool, self.upstream.hints(tool).unwrap_or_default())

@@ -175,6 +175,12 @@ impl ProxySettings {
         Duration::from_secs(self.max_timeout_s)
     }
 
+    /// Whether the upstream's hints can decide `tool`'s safety: the upstream is trusted and no
+    /// setting of the tool says.
+    pub fn heeds_hints(&self, tool: &str) -> bool {
+        self.trusted && self.tools.get(tool).and_then(|t| t.idempotent).is_none()
+    }
+
     /// Whether `tool` may be sent again: its setting here, else (from a trusted upstream) its
     /// hints; a tool nobody vouches for is not.
     pub fn resend_safe(&self, tool: &str, hints: ToolHints) -> bool {

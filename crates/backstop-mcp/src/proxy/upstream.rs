@@ -228,6 +228,13 @@ impl Upstream {
         }
     }
 
+    /// Keeps `tool`, which the upstream's list does not name, as a tool without hints.
+    pub fn learn_unlisted(&self, tool: &str) {
+        if let Ok(mut hints) = self.hints.lock() {
+            hints.insert(tool.to_owned(), ToolHints::default());
+        }
+    }
+
     /// Sends one `tools/call` and reads what came back; `cancelled` passes the client's
     /// cancellation upstream.
     pub async fn call(
